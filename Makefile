@@ -1,0 +1,83 @@
+# The project's commands. `make run` and `make test` are all a newcomer needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+MOCHA := npx mocha
+
+.PHONY: help install gen gen-check lint build migrate run test test-suites test-unit test-integration test-api test-browser contract chromium bench clean
+
+help:
+	@echo "make run    install, build, migrate, load the demo study and start the service (embedded PostgreSQL)"
+	@echo "make test   the whole suite: contract checks, unit, integration and API tests"
+	@echo "make contract   the scenarios (typed client, FHIR pull, examples) through the Prism contract proxy"
+	@echo "make bench  benchmarks of the compiled service on real PostgreSQL, each against its floor (bench/README.md)"
+	@echo "make gen | gen-check | lint | build | migrate | clean"
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.installed
+
+## Types generated from the contract; never edited by hand. The typed client (clients/typescript)
+## carries its own copy, so the package stands alone; in it a member with a default stays optional,
+## because a client may leave it out (the service sees it filled in, hence the server's default).
+CLIENT_TYPES := npx openapi-typescript spec/openapi.yaml -o clients/typescript/src/schema.ts --default-non-nullable false
+gen: install
+	npx openapi-typescript spec/openapi.yaml -o generated/openapi.d.ts
+	$(CLIENT_TYPES)
+
+gen-check: install
+	npx openapi-typescript spec/openapi.yaml -o generated/openapi.d.ts --check
+	$(CLIENT_TYPES) --check
+
+lint: install
+	npx redocly lint spec/openapi.yaml
+	npx tsc --noEmit -p .
+	npx eslint --max-warnings 0 .
+
+build: gen
+	rm -rf dist
+	npx tsc -p tsconfig.build.json
+
+migrate: build
+	node bin/sdx.js migrate
+
+run: build
+	@node bin/sdx.js demo --json > .demo.json
+	@node -e 'const d=require("./.demo.json"); console.log("\nDemo study " + d.study + " is loaded.\n  API reference: " + d.base_url + "/api/v1/docs (examples: examples/README.md)\n  Demo API key (shown once): " + d.key + "\n  Try: curl -H \"Authorization: Bearer " + d.key + "\" " + d.base_url + "/api/v1/studies/" + d.study + "\n  People: " + d.people.map(p => p.email + " / " + p.password).join(", ") + "\n  Staff portal: sign in as one of them at " + d.base_url + "/portal/sign-in\n")'
+	@rm -f .demo.json
+	node dist/src/server.js
+
+test: gen-check lint test-suites test-browser
+
+test-suites: test-unit test-integration test-api
+
+test-unit: install
+	$(MOCHA) --config test/.mocharc.unit.json
+
+test-integration: install
+	$(MOCHA) --config test/.mocharc.integration.json
+
+test-api: install
+	$(MOCHA) --config test/.mocharc.api.json
+
+## The staff portal and the API reference page in headless Chromium (playwright-core drives Debian's browser; npm downloads none).
+test-browser: install chromium
+	$(MOCHA) --config test/.mocharc.browser.json
+
+## The third-party contract check on its own (make test runs it too): the typed-client scenario, the FHIR
+## pull and the examples go through Stoplight Prism's validating proxy, and fail on any request or response
+## that breaks spec/openapi.yaml.
+contract: install
+	$(MOCHA) --import=tsx --require test/helpers/rootHooks.ts --timeout 60000 test/api/typedClient.test.ts test/api/fhirPull.test.ts test/api/examples.test.ts
+
+## Debian's Chromium, installed only when missing (a fresh machine or CI); the machine's user is root.
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
+
+## Benchmarks: the compiled service (dist/) on PostgreSQL, results in bench/results.json and .md. Not tests: make test never depends on speed.
+bench: build
+	npx tsx bench/run.ts
+
+clean:
+	rm -rf dist test-output

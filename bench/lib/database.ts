@@ -1,0 +1,78 @@
+/**
+ * The bench database. In order of preference: `BENCH_DATABASE_URL` (a throwaway database, emptied
+ * first); a throwaway database made for this run on the machine's PostgreSQL server at 127.0.0.1:5432
+ * (as .ci/run does with scripts/testDatabase.mjs) and dropped at the end; otherwise the embedded server
+ * in a data folder of its own (test-output/bench-pg, port 54349), so `make run`'s data is never touched;
+ * BENCH_EMBEDDED=1 chooses the embedded server even when the other is there.
+ */
+import path from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase, type Database } from '../../src/db/knex.js';
+import { migrateToLatest } from '../../src/db/migrator.js';
+
+export interface BenchDatabase extends Database {
+  /** Where the run's data lives, for the report. */
+  where: string;
+}
+
+const LOCAL_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function emptyAllTables(db: Database): Promise<void> {
+  const { rows } = await db.knex.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
+  if (rows.length === 0) return;
+  await db.knex.raw(`truncate ${rows.map((r: { tablename: string }) => `"${r.tablename}"`).join(', ')} restart identity cascade`);
+}
+
+export async function openBenchDatabase(): Promise<BenchDatabase> {
+  const given = process.env.BENCH_DATABASE_URL;
+  let db: Database;
+  let where: string;
+  let drop: (() => Promise<void>) | undefined;
+  if (given) {
+    db = await openDatabase(loadConfig({ DATABASE_URL: given }), 10);
+    where = `BENCH_DATABASE_URL (${new URL(given).pathname.slice(1)}, emptied first)`;
+  } else if (process.env.BENCH_EMBEDDED !== '1' && await reachable(LOCAL_SERVER)) {
+    const name = `sdx_bench_${process.pid}_${Date.now().toString(36)}`;
+    await admin(LOCAL_SERVER, `create database ${name}`);
+    db = await openDatabase(loadConfig({ DATABASE_URL: LOCAL_SERVER.replace(/\/postgres$/, `/${name}`) }), 10);
+    where = `throwaway database ${name} on the PostgreSQL server at 127.0.0.1:5432`;
+    drop = () => admin(LOCAL_SERVER, `drop database if exists ${name} with (force)`);
+  } else {
+    const config = loadConfig({ DATA_DIR: path.resolve('test-output/bench-pg'), EMBEDDED_PG_PORT: '54349', EMBEDDED_PG_DATABASE: 'sdx_bench' });
+    db = await openDatabase(config, 10);
+    where = `embedded PostgreSQL (test-output/bench-pg, port 54349): ${process.env.BENCH_EMBEDDED === '1' ? 'BENCH_EMBEDDED=1' : '127.0.0.1:5432 was not reachable'}`;
+  }
+  await migrateToLatest(db.knex);
+  await emptyAllTables(db);
+  const { rows } = await db.knex.raw('show server_version');
+  return {
+    ...db,
+    where: `${where}, PostgreSQL ${rows[0].server_version}`,
+    async close() {
+      await db.close();
+      await drop?.();
+    },
+  };
+}

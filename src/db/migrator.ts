@@ -1,0 +1,30 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Knex } from 'knex';
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+interface Migration { name: string; file: string }
+
+/**
+ * Lists migrations by name without their extension, so the same history is recognised whether
+ * they run from TypeScript sources (tests, tsx) or from the compiled JavaScript (`npm start`).
+ */
+const migrationSource: Knex.MigrationSource<Migration> = {
+  async getMigrations() {
+    return fs
+      .readdirSync(MIGRATIONS_DIR)
+      .filter((file) => /^\d{14}_.+\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'))
+      .sort()
+      .map((file) => ({ name: file.replace(/\.(ts|js)$/, ''), file }));
+  },
+  getMigrationName: (migration) => migration.name,
+  getMigration: (migration) => import(pathToFileURL(path.join(MIGRATIONS_DIR, migration.file)).href),
+};
+
+/** Brings the schema up to date; safe to call from several processes at once (Knex takes a lock). */
+export async function migrateToLatest(knex: Knex): Promise<string[]> {
+  const [, applied] = await knex.migrate.latest({ migrationSource });
+  return applied as string[];
+}

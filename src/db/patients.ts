@@ -1,0 +1,66 @@
+import type { Knex } from 'knex';
+import { DomainError } from '../domain/errors.js';
+import type { PatientRow, PatientStore } from '../domain/stores.js';
+import { isPgError, UNIQUE_VIOLATION } from './pgErrors.js';
+
+export const TABLE = 'patients';
+
+function rowToPatient(r: Record<string, any>): PatientRow {
+  return {
+    id: r.id, studyId: r.study_id, siteId: r.site_id, subject: r.subject, sex: r.sex, birthYear: r.birth_year,
+    enrolledOn: r.enrolled_on, status: r.status, dataUseWithdrawnAt: r.data_use_withdrawn_at, fhirIdentity: r.fhir_identity,
+  };
+}
+
+export function patientStore(db: Knex): PatientStore {
+  return {
+    async findBySubject(studyId, subject) {
+      const row = await db(TABLE).where({ study_id: studyId, subject }).first();
+      return row ? rowToPatient(row) : undefined;
+    },
+    async insert(patient) {
+      try {
+        // ON CONFLICT rather than a caught 23505: the transaction stays usable, so an enrolment can try the next number.
+        const [row] = await db(TABLE).insert({
+          study_id: patient.studyId, site_id: patient.siteId, subject: patient.subject, sex: patient.sex,
+          birth_year: patient.birthYear, enrolled_on: patient.enrolledOn,
+        }).onConflict(['study_id', 'subject']).ignore().returning('*');
+        if (!row) throw new DomainError('subject_taken', { subject: patient.subject });
+        return rowToPatient(row);
+      } catch (error) {
+        if (isPgError(error, UNIQUE_VIOLATION)) throw new DomainError('subject_taken', { subject: patient.subject });
+        throw error;
+      }
+    },
+    async findBySubjects(studyId, subjects) {
+      // PostgreSQL text cannot hold NUL, so no patient has such a subject; sending it would fail the whole query.
+      subjects = subjects.filter((s) => !s.includes('\u0000'));
+      if (subjects.length === 0) return [];
+      const rows = await db(`${TABLE} as p`)
+        .where('p.study_id', studyId)
+        .whereIn('p.subject', subjects)
+        .select('p.*', db.raw(`(select row_to_json(c) from (select given_on, withdrawn_on, data_use_withdrawn from consents
+          where patient_id = p.id order by id desc limit 1) c) as consent`));
+      return rows.map((r) => ({
+        ...rowToPatient(r),
+        consent: r.consent ? { givenOn: r.consent.given_on, withdrawnOn: r.consent.withdrawn_on, dataUseWithdrawn: r.consent.data_use_withdrawn } : undefined,
+      }));
+    },
+    async subjectExists(studyId, subject) {
+      return Boolean(await db(TABLE).where({ study_id: studyId, subject }).first('id'));
+    },
+    async latestConsent(patientId) {
+      const row = await db('consents').where({ patient_id: patientId }).orderBy('id', 'desc').first();
+      return row ? { givenOn: row.given_on, withdrawnOn: row.withdrawn_on, dataUseWithdrawn: row.data_use_withdrawn } : undefined;
+    },
+    async insertConsent(patientId, consent) {
+      await db('consents').insert({
+        patient_id: patientId, given_on: consent.givenOn, withdrawn_on: consent.withdrawnOn, data_use_withdrawn: consent.dataUseWithdrawn,
+      });
+    },
+    async markDataUseWithdrawn(patient) {
+      await db(TABLE).where({ id: patient.id }).update({ data_use_withdrawn_at: db.fn.now(), updated_at: db.fn.now() });
+      await db('removals').insert({ study_id: patient.studyId, patient_id: patient.id, reason: 'consent_withdrawn' });
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import type { Knex } from 'knex';
+import type { PatientCardStore } from '../domain/patients/patientCard.js';
+import type { SitePatientsStore } from '../domain/patients/sitePatients.js';
+import type { StaffStudiesStore } from '../domain/people/staffStudies.js';
+
+/**
+ * What the staff portal shows and no use case writes: a person's studies, the patient list of their
+ * sites, and the parts of a patient's card beside the records. Read-only; every query is bounded by
+ * a patient or by the sites the caller passes in, and leaves out forms the caller says are hidden.
+ */
+export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore & StaffStudiesStore {
+  return {
+    async studiesOf(userId) {
+      const rows = await db('study_roles as r')
+        .join('studies as s', 's.id', 'r.study_id')
+        .where('r.user_id', userId)
+        .groupBy('s.id', 's.code', 's.name')
+        .orderBy('s.code')
+        .select('s.code', 's.name', db.raw('array_agg(r.role order by r.role) as roles'));
+      return rows.map((r) => ({ code: r.code, name: r.name, roles: r.roles }));
+    },
+    async patientsAt(studyId, siteIds, hiddenFormIds) {
+      const rows = await db('patients as p')
+        .join('sites as s', 's.id', 'p.site_id')
+        .where('p.study_id', studyId)
+        .whereIn('p.site_id', siteIds)
+        .orderBy('p.subject')
+        .select(
+          'p.subject', 's.number as site', 'p.status', 'p.enrolled_on',
+          db.raw(`(select count(*)::int from queries q join records r on r.id = q.record_id
+            where q.patient_id = p.id and q.status in ('open', 'answered') and not (r.form_id = any(?::int[]))) as open_queries`, [hiddenFormIds]),
+          db.raw(`(select count(*)::int from fhir_imports f where f.patient_id = p.id and f.status = 'proposed') as proposed_imports`),
+        );
+      return rows.map((r) => ({
+        subject: r.subject, site: r.site, status: r.status, enrolledOn: r.enrolled_on, openQueries: r.open_queries, proposedImports: r.proposed_imports,
+      }));
+    },
+    async openQueries(patientId, hiddenFormIds) {
+      const rows = await db('queries as q')
+        .join('records as r', 'r.id', 'q.record_id')
+        .join('visits as v', 'v.id', 'r.visit_id')
+        .join('forms as f', 'f.id', 'r.form_id')
+        .where('q.patient_id', patientId)
+        .whereIn('q.status', ['open', 'answered'])
+        .whereNotIn('r.form_id', hiddenFormIds)
+        .orderBy('q.id')
+        .select('q.id', 'v.code as visit', 'r.instance', 'f.code as form', 'q.field_code', 'q.status', 'q.origin', 'q.message', 'q.opened_by', 'q.opened_at');
+      return rows.map((r) => ({
+        id: r.id, visit: r.visit, instance: r.instance, form: r.form, field: r.field_code, status: r.status, origin: r.origin, message: r.message,
+        openedBy: r.opened_by, openedAt: r.opened_at,
+      }));
+    },
+    async auditTrail(patientId, hiddenFormIds, limit) {
+      const rows = await db('audit_events as a')
+        .leftJoin('records as r', 'r.id', 'a.record_id')
+        .leftJoin('visits as v', 'v.id', 'r.visit_id')
+        .leftJoin('forms as f', 'f.id', 'r.form_id')
+        .where('a.patient_id', patientId)
+        .andWhere((q) => q.whereNull('r.id').orWhereNotIn('r.form_id', hiddenFormIds))
+        .orderBy('a.id', 'desc')
+        .limit(limit)
+        .select('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'v.code as visit', 'r.instance', 'f.code as form', 'a.field_code', 'a.old_value', 'a.new_value');
+      return rows.map((r) => ({
+        id: r.id, at: r.at, author: r.author, reason: r.reason, action: r.action, visit: r.visit ?? null, instance: r.instance ?? null,
+        form: r.form ?? null, field: r.field_code, oldValue: r.old_value, newValue: r.new_value,
+      }));
+    },
+    async fhirImports(patientId) {
+      const rows = await db('fhir_imports as i')
+        .leftJoin('api_keys as k', 'k.id', 'i.api_key_id')
+        .leftJoin('users as u', 'u.id', 'i.decided_by')
+        .where('i.patient_id', patientId)
+        .orderBy('i.number', 'desc')
+        .select('i.number', 'i.created_at', 'i.mode', 'i.status', 'i.counts', 'k.name as key_name', 'i.decided_at', 'u.name as decided_by');
+      return rows.map((r) => ({
+        number: r.number, createdAt: r.created_at, mode: r.mode, status: r.status, counts: r.counts, keyName: r.key_name,
+        decidedAt: r.decided_at, decidedBy: r.decided_by,
+      }));
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import type { Knex } from 'knex';
+import type { PageRequest, ReadFilters, ReadScope, ReadStore } from '../domain/stores.js';
+
+/** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
+const WATERMARK_MARGIN_MS = 1000;
+
+/**
+ * The read calls' queries. Each page is one indexed keyset query (`id > after order by id limit n`),
+ * so page 200 costs what page 1 costs, and the visibility rules (sites, blinded forms, withdrawn
+ * patients) are part of the SQL, never applied after loading.
+ *
+ * The site and form filters replace the key's sites and hidden forms in the SQL instead of being
+ * added beside them: given `site_id in (1, 2) and site_id = 2`, PostgreSQL multiplies the two
+ * selectivities, misjudges the row count and sorts the whole site instead of walking the
+ * `(study_id, site_id, id)` index in id order (test/integration/readPages.test.ts runs EXPLAIN).
+ */
+function visible(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+  q.where(`${alias}.study_id`, scope.studyId).whereIn(`${alias}.site_id`, sitesOf(scope, filters)).whereNull('p.data_use_withdrawn_at');
+  if (filters.subject !== undefined) q.where('p.subject', filters.subject);
+  return q;
+}
+
+/** The key's sites, or the filtered one; the domain has checked it is one of them, and an id outside them shows nothing. */
+function sitesOf(scope: ReadScope, filters: ReadFilters): number[] {
+  return filters.siteId === undefined ? scope.siteIds : scope.siteIds.filter((id) => id === filters.siteId);
+}
+
+/** Forms of the unblinded team stay hidden whatever the form filter asks for. */
+function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+  if (filters.formId !== undefined) {
+    if (scope.hiddenFormIds.includes(filters.formId)) q.whereRaw('false');
+    else q.where(`${alias}.form_id`, filters.formId);
+  } else if (scope.hiddenFormIds.length > 0) {
+    q.whereNotIn(`${alias}.form_id`, scope.hiddenFormIds);
+  }
+  if (filters.visitId !== undefined) q.where(`${alias}.visit_id`, filters.visitId);
+  return q;
+}
+
+function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
+  q.where(column, '>', page.afterId).orderBy(column).limit(page.limit);
+  if (page.updatedSince) q.where(updatedColumn, '>=', page.updatedSince);
+  return q;
+}
+
+export function readStore(db: Knex): ReadStore {
+  return {
+    async patientsPage(scope, filters, page) {
+      const q = visible(db('patients as p').join('sites as s', 's.id', 'p.site_id'), scope, filters, 'p')
+        .select('p.id', 'p.subject', 's.number as site', 'p.sex', 'p.enrolled_on', 'p.status', 'p.updated_at');
+      if (filters.status !== undefined) q.where('p.status', filters.status);
+      const rows = await keyset(q, 'p.id', page, 'p.updated_at');
+      return rows.map((r: Record<string, any>) => ({ id: r.id, subject: r.subject, site: r.site, sex: r.sex, enrolledOn: r.enrolled_on, status: r.status, updatedAt: r.updated_at }));
+    },
+    async recordsPage(scope, filters, page) {
+      const q = visible(
+        db('records as r').join('patients as p', 'p.id', 'r.patient_id').join('sites as s', 's.id', 'r.site_id')
+          .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id'),
+        scope, filters, 'r',
+      ).select('r.id', 'p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status', 'r.source',
+        'r.updated_at', 'r.values', 'r.not_done', 'r.tables');
+      formAndVisit(q, scope, filters, 'r');
+      if (filters.status !== undefined) q.where('r.status', filters.status);
+      const rows = await keyset(q, 'r.id', page, 'r.updated_at');
+      return rows.map((r: Record<string, any>) => ({
+        id: r.id, subject: r.subject, site: r.site, visit: r.visit, form: r.form, instance: r.instance, status: r.status,
+        source: r.source, updatedAt: r.updated_at, values: r.values, notDone: r.not_done, tables: r.tables,
+      }));
+    },
+    async queriesPage(scope, filters, page) {
+      const q = visible(
+        db('queries as qu').join('records as r', 'r.id', 'qu.record_id').join('patients as p', 'p.id', 'qu.patient_id')
+          .join('sites as s', 's.id', 'qu.site_id').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id'),
+        scope, filters, 'qu',
+      ).select('qu.id', 'p.subject', 's.number as site', 'v.code as visit', 'r.instance', 'f.code as form', 'qu.field_code',
+        'qu.status', 'qu.origin', 'qu.message', 'qu.opened_at', 'qu.closed_at', 'qu.updated_at');
+      formAndVisit(q, scope, filters, 'r');
+      if (filters.status !== undefined) q.where('qu.status', filters.status);
+      const rows = await keyset(q, 'qu.id', page, 'qu.updated_at');
+      return rows.map((r: Record<string, any>) => ({
+        id: r.id, subject: r.subject, site: r.site, visit: r.visit, instance: r.instance, form: r.form, field: r.field_code,
+        status: r.status, origin: r.origin, message: r.message, openedAt: r.opened_at, closedAt: r.closed_at, updatedAt: r.updated_at,
+      }));
+    },
+    async removals(scope, filters, since) {
+      const q = db('removals as rm').join('patients as p', 'p.id', 'rm.patient_id').join('sites as s', 's.id', 'p.site_id')
+        .where('rm.study_id', scope.studyId).whereIn('p.site_id', sitesOf(scope, filters)).where('rm.removed_at', '>=', since)
+        .select('p.subject', 's.number as site', 'rm.reason', 'rm.removed_at').orderBy('rm.id');
+      if (filters.subject !== undefined) q.where('p.subject', filters.subject);
+      return (await q).map((r) => ({ subject: r.subject, site: r.site, reason: r.reason, removedAt: r.removed_at }));
+    },
+    async watermark() {
+      // Rows carry their writing transaction's start time (now()). A transaction still open may yet commit
+      // rows stamped from its start, so the watermark never passes the oldest open transaction of this
+      // database. The clock is read first and the list of open transactions after it, afresh
+      // (pg_stat_clear_snapshot drops a copy cached earlier in this transaction): a writer that is not
+      // listed has either committed, and the page's own query (read committed, run after this) sees
+      // its rows, or started after the clock was read. Only the few microseconds between a writer
+      // taking its start time and being listed remain, so the watermark is set back by a margin more.
+      // The service's database role must see other sessions' `xact_start` (same role or pg_read_all_stats).
+      const { rows: [{ clock }] } = await db.raw('select clock_timestamp() as clock, pg_stat_clear_snapshot()');
+      const { rows: [{ oldest }] } = await db.raw(`select min(xact_start) as oldest from pg_stat_activity
+        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and xact_start is not null`);
+      const start = oldest && oldest < clock ? oldest : clock;
+      return new Date(start.getTime() - WATERMARK_MARGIN_MS);
+    },
+  };
+}

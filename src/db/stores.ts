@@ -1,0 +1,39 @@
+import type { Knex } from 'knex';
+import { apiKeyStore } from './apiKeys.js';
+import { auditStore } from './auditEvents.js';
+import { fhirImportStore } from './fhirImports.js';
+import { patientStore } from './patients.js';
+import { peopleStore } from './people.js';
+import { portalReadStore } from './portalReads.js';
+import { queryStore } from './queries.js';
+import { readLogStore } from './readLog.js';
+import { readStore } from './readPages.js';
+import { recordStore } from './records.js';
+import { sessionStore } from './sessions.js';
+import { studyStore } from './studies.js';
+import { withTransaction, type IsolationLevel } from './transaction.js';
+
+/** Every store bound to one connection or transaction: what a use case receives. */
+export function createStores(db: Knex) {
+  return {
+    studies: studyStore(db),
+    people: peopleStore(db),
+    patients: patientStore(db),
+    apiKeys: apiKeyStore(db),
+    audit: auditStore(db),
+    records: recordStore(db),
+    queries: queryStore(db),
+    reads: readStore(db),
+    readLog: readLogStore(db),
+    fhirImports: fhirImportStore(db),
+    sessions: sessionStore(db),
+    portalReads: portalReadStore(db),
+  };
+}
+
+export type Stores = ReturnType<typeof createStores>;
+
+/** Runs a use case over stores bound to one transaction: all of its writes land together or not at all. */
+export function inTransaction<T>(knex: Knex, fn: (stores: Stores) => Promise<T>, options: { isolationLevel?: IsolationLevel } = {}): Promise<T> {
+  return withTransaction(knex, (trx) => fn(createStores(trx)), options);
+}

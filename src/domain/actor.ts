@@ -1,0 +1,27 @@
+/**
+ * Who makes a change: a person (in the portal, or named with `--by` on the command line), an API
+ * key acting for its system, or the operator running the command line. The audit trail shows the
+ * author and reason derived here, so an API change always reads "<key name> (API)" with a reason
+ * that says the data came through the key.
+ */
+export type Actor =
+  | { kind: 'user'; userId: number; name: string; via: 'portal' | 'cli' }
+  /** A FHIR import in save mode acts for the person who made the key (interface description, FHIR call rule 4). */
+  | { kind: 'user'; userId: number; name: string; via: 'fhir_save'; keyName: string }
+  | { kind: 'api_key'; keyId: number; keyName: string; makerId: number }
+  | { kind: 'operator'; name: string };
+
+export function authorOf(actor: Actor): string {
+  if (actor.kind === 'api_key') return `${actor.keyName} (API)`;
+  return actor.kind === 'operator' ? `${actor.name} (command line)` : actor.name;
+}
+
+export function reasonOf(actor: Actor): string {
+  if (actor.kind === 'api_key') return `Data sent through the API key "${actor.keyName}"`;
+  if (actor.kind === 'user' && actor.via === 'portal') return 'Entered in the portal';
+  if (actor.kind === 'user' && actor.via === 'fhir_save') return `Saved from a FHIR record sent through the API key "${actor.keyName}"`;
+  return 'Changed with the sdx command line';
+}
+
+/** How a record arrived, as the read calls report it in `source`. */
+export type RecordSource = 'api' | 'fhir' | 'portal';

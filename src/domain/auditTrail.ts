@@ -1,0 +1,21 @@
+import { authorOf, reasonOf, type Actor } from './actor.js';
+import type { AuditEntry } from './stores.js';
+
+/**
+ * One audit entry made by `actor` in a study: the author and reason come from the actor, so
+ * every way in (API key, FHIR import, portal, command line) is recorded the same way.
+ */
+export function auditEntry(
+  actor: Actor,
+  studyId: number,
+  entry: Omit<AuditEntry, 'studyId' | 'actorType' | 'actorId' | 'author' | 'reason'> & { reason?: string },
+): AuditEntry {
+  return {
+    ...entry,
+    studyId,
+    actorType: actor.kind,
+    actorId: actor.kind === 'user' ? actor.userId : actor.kind === 'api_key' ? actor.keyId : null,
+    author: authorOf(actor),
+    reason: entry.reason ?? reasonOf(actor),
+  };
+}

@@ -1,0 +1,81 @@
+import type { Actor } from '../actor.js';
+import type { KeyContext } from '../apiKeys/keyContext.js';
+import { auditEntry } from '../auditTrail.js';
+import { DomainError } from '../errors.js';
+import { consentAllowsEntry } from '../patients/consentGate.js';
+import { submitRecords } from '../records/submitRecords.js';
+import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
+import { designForKey } from '../studies/designForKey.js';
+import type { FhirEntry } from './fhirEntry.js';
+import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
+import { mapToEcrf } from './mapToEcrf.js';
+import { checkPatientIdentity } from './patientIdentity.js';
+import { validateR4 } from './validateR4.js';
+
+type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore };
+
+export interface FhirImportResult {
+  id: number;
+  number: number;
+  subject: string;
+  status: 'proposed' | 'saved';
+  mode: 'review' | 'save';
+  counts: FhirImportCounts;
+  items: FhirImportItem[];
+}
+
+/**
+ * Places a patient's FHIR R4 record into the eCRF (interface description, "FHIR call rules"). The
+ * file must be valid R4 and concern exactly this patient. In review mode nothing is saved: the
+ * import waits, `proposed`, on the patient's card. In save mode the values that fill empty places
+ * and new records are saved at once through the records path, on behalf of the key's maker; a value
+ * that would change a saved value is never saved that way and stays proposed for the site's review.
+ */
+export async function importFhirRecord(
+  stores: Stores,
+  key: KeyContext,
+  study: StudyRow,
+  input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
+): Promise<FhirImportResult> {
+  if (study.locked) throw new DomainError('study_locked');
+  const [patient] = await stores.patients.findBySubjects(study.id, [input.subject]);
+  if (!patient || !key.siteIds.includes(patient.siteId)) throw new DomainError('unknown_subject', { subject: input.subject });
+  if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: input.subject });
+  validateR4(input.entries);
+  const identity = checkPatientIdentity(input.entries, {
+    subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
+  });
+  const ids = await stores.studies.designIds(study.id);
+  const design = designForKey(study, await stores.studies.sites(study.id), key);
+  const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
+  const { items } = mapToEcrf(input.entries, design, { enrolledOn: patient.enrolledOn, saved: savedLookup(current) });
+  if (input.mode === 'save') {
+    const maker: Actor = { kind: 'user', userId: key.makerId, name: key.makerName, via: 'fhir_save', keyName: key.keyName };
+    const fresh = new Set(items.flatMap((item, position) => (item.state === 'new' ? [position] : [])));
+    const records = itemRecords(patient.subject, items, fresh, current);
+    const outcomes = await submitRecords(stores, maker, { siteIds: key.siteIds, unblinded: key.makerUnblinded }, study, records.map((r) => r.input), {
+      validateOnly: false, source: 'fhir', fillOnly: true,
+    });
+    // A record refused by a check saves none of its items: they stay `new`, waiting for the site's review.
+    outcomes.forEach((outcome, i) => {
+      if (outcome.status !== 'ok' && outcome.status !== 'warn') return;
+      for (const position of records[i].positions) {
+        const item = items[position];
+        const field = item.row === null ? item.field! : item.field!.split('.')[0];
+        if (!outcome.notFilled.includes(field)) item.state = 'saved';
+      }
+    });
+  }
+  const counts: FhirImportCounts = countItems(items);
+  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict');
+  const status = input.mode === 'save' && !awaitingReview ? 'saved' : 'proposed';
+  const number = await stores.fhirImports.nextNumber(patient.id);
+  const id = await stores.fhirImports.insert(
+    { studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers },
+    items,
+  );
+  const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
+  await stores.audit.append([auditEntry(actor, study.id, { action: `fhir.import_${status}`, patientId: patient.id, details: { import_id: id, number, mode: input.mode, counts } })]);
+  return { id, number, subject: patient.subject, status, mode: input.mode, counts, items };
+}

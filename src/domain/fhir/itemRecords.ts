@@ -1,0 +1,110 @@
+/**
+ * Between import items and saved records: what is saved at an item's place, and the records that save
+ * chosen items through the one write path (`submitRecords`), for `mode=save` and for a confirmation on
+ * the patient's card alike.
+ */
+import type { RecordInput } from '../records/submitRecords.js';
+import type { StoredRecord } from '../stores.js';
+import type { FhirImportItem } from './fhirImportItem.js';
+
+/** The saved form instance at a visit occurrence, if any. */
+export type CurrentRecord = (visit: string, instance: number, form: string) => StoredRecord | undefined;
+
+/**
+ * The saved records of a patient by place, from their visit and form ids.
+ *
+ * @param visitIds - visit code → id; `formIds` form code → id (`StudyStore.designIds`)
+ */
+export function currentRecords(records: StoredRecord[], visitIds: Map<string, number>, formIds: Map<string, number>): CurrentRecord {
+  const byPlace = new Map(records.map((r) => [`${r.visitId}|${r.instance}|${r.formId}`, r]));
+  return (visit, instance, form) => byPlace.get(`${visitIds.get(visit)}|${instance}|${formIds.get(form)}`);
+}
+
+/**
+ * What a record holds in a field (its value, or its not-done mark as `[ND]`), or in the cell of a table
+ * field (`field` = `<table>.<column>` with a row); null when empty.
+ */
+export function savedAt(record: StoredRecord | undefined, field: string, row: number | null): string | null {
+  if (!record) return null;
+  if (row !== null) {
+    const [table, column] = field.split('.');
+    return emptyToNull(record.tables[table]?.[row]?.[column]);
+  }
+  const mark = record.notDone[field];
+  return emptyToNull(record.values[field]) ?? (mark ? `[${mark}]` : null);
+}
+
+/** The value look-up the mapping asks for, with cells as `<table>[<row>].<column>`. */
+export function savedLookup(current: CurrentRecord) {
+  return (visit: string, instance: number, form: string, field: string): string | null => {
+    const cell = /^(\w+)\[(\d+)\]\.(\w+)$/.exec(field);
+    return cell ? savedAt(current(visit, instance, form), `${cell[1]}.${cell[3]}`, Number(cell[2])) : savedAt(current(visit, instance, form), field, null);
+  };
+}
+
+function emptyToNull(value: string | undefined): string | null {
+  return value === undefined || value === '' ? null : value;
+}
+
+/** One record to submit, the positions of the items it saves, and the table row each table item lands in. */
+export interface ItemRecord {
+  input: RecordInput;
+  positions: number[];
+  rows: Map<number, number>;
+}
+
+/**
+ * The records that save the chosen items, one per visit occurrence and form. A plain item sets its
+ * field. Tables are sent whole (the records call replaces a table as a whole), so each starts from the
+ * saved rows: an item on a row that matched a saved row (one of whose cells the mapping found saved)
+ * sets its cell in that row, and a row of the file that matched none is appended after the saved rows,
+ * in the file's order, with only its chosen cells. The record keeps its saved status; a new one is a
+ * draft, since a FHIR file seldom fills every required field.
+ *
+ * @param items - every item of the import, so that rows matched to saved rows are recognised
+ * @param chosen - the positions of the items to save
+ */
+export function itemRecords(subject: string, items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): ItemRecord[] {
+  const placeOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}`;
+  const matchedRows = new Set(items.filter((i) => i.row !== null && i.saved_value !== null).map((i) => `${placeOf(i)}|${i.field!.split('.')[0]}|${i.row}`));
+  const groups = new Map<string, ItemRecord & { appended: Map<string, number> }>();
+  items.forEach((item, position) => {
+    if (!chosen.has(position) || !item.visit || !item.form || !item.field || item.value === null) return;
+    const instance = item.instance ?? 1;
+    let group = groups.get(placeOf(item));
+    if (!group) {
+      const saved = current(item.visit, instance, item.form);
+      group = {
+        input: { subject, visit: item.visit, form: item.form, instance, values: {}, tables: {}, status: saved?.status ?? 'draft', update: true },
+        positions: [],
+        rows: new Map(),
+        appended: new Map(),
+      };
+      groups.set(placeOf(item), group);
+    }
+    group.positions.push(position);
+    if (item.row === null) {
+      group.input.values![item.field] = item.value;
+      return;
+    }
+    const [table, column] = item.field.split('.');
+    const tables = group.input.tables!;
+    if (!tables[table]) {
+      const saved = current(item.visit, instance, item.form)?.tables[table] ?? [];
+      tables[table] = saved.map((row) => ({ ...row }));
+    }
+    let row = item.row;
+    // A matched row that is no longer there (the table changed since the mapping) is a row of its own.
+    if (!matchedRows.has(`${placeOf(item)}|${table}|${item.row}`) || !tables[table][item.row]) {
+      const key = `${table}|${item.row}`;
+      if (!group.appended.has(key)) {
+        group.appended.set(key, tables[table].length);
+        tables[table].push({});
+      }
+      row = group.appended.get(key)!;
+    }
+    tables[table][row][column] = item.value;
+    group.rows.set(position, row);
+  });
+  return [...groups.values()].map(({ input, positions, rows }) => ({ input, positions, rows }));
+}

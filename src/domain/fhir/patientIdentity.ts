@@ -1,0 +1,225 @@
+/// <reference types="fhir" />
+/**
+ * Checks that an imported FHIR file concerns exactly the study patient it was sent for (spec, FHIR call
+ * rules 1 and 5; `importFhirRecord` refusals `fhir_other_patient`, `fhir_two_patients`,
+ * `fhir_identity_mismatch`).
+ */
+import { DomainError } from '../errors.js';
+import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
+import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+
+/** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
+export interface LinkedIdentifier {
+  system?: string;
+  value: string;
+}
+
+/** The study patient the file was sent for. */
+export interface StudyPatient {
+  subject: string;
+  /** HL7 administrative gender, as sent on enrolment. */
+  sex: 'female' | 'male' | 'other' | 'unknown';
+  birthYear: number;
+  /** Identifiers linked by earlier imports, if any: the file's Patient must carry one of them. */
+  linkedIdentity?: LinkedIdentifier[] | null;
+}
+
+/** Who the file is about. */
+export interface PatientIdentity {
+  /** How the file names its Patient (`Patient/355`, or a fullUrl), or null when it has no Patient resource. */
+  patient: string | null;
+  /** The identifiers to link to the study patient: the Patient's, or those of identifier-only references. */
+  identifiers: LinkedIdentifier[];
+}
+
+/** Where a `subject` or `patient` reference points, when it points at a patient. */
+type PatientPointer =
+  | { kind: 'patient'; entry: FhirEntry }
+  | { kind: 'literal'; key: string; text: string }
+  | { kind: 'identifier'; identifier: LinkedIdentifier; text: string }
+  | { kind: 'contained'; patient: fhir4.Patient; text: string };
+
+const MEMBERS = ['subject', 'patient'] as const;
+
+/**
+ * Checks the file's Patient and every `subject` / `patient` reference against the study patient.
+ *
+ * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one.
+ * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
+ *   fullUrl, by `Patient/<id>` (relative or absolute), by one of its identifiers, or to a contained
+ *   Patient sharing one of its identifiers. References to a Group, Device or any non-Patient resource
+ *   of the file are not about a patient and are ignored.
+ * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
+ *   patient. Such a file cannot be checked against gender, birth year or linked identifiers except
+ *   through identifier-only references; it is accepted and links only those identifiers.
+ * - The Patient's gender and birth year must not contradict the enrolment. Only male against female
+ *   contradicts: `other` and `unknown` on either side say nothing.
+ * - When identifiers are linked from earlier imports, the Patient must carry one of them (same value,
+ *   and the same system when the linked identifier has one).
+ *
+ * @returns the Patient's reference and the identifiers to link
+ * @throws DomainError `fhir_two_patients`, `fhir_other_patient` or `fhir_identity_mismatch`, each with
+ *   `params.subject` and an English `params.reason`
+ */
+export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): PatientIdentity {
+  const entries = toEntries(input);
+  const index = indexEntries(entries);
+  const patients = entries.filter((e) => e.resource.resourceType === 'Patient');
+  const fail = (code: string, reason: string) => new DomainError(code, { subject: patient.subject, reason });
+
+  for (let i = 1; i < patients.length; i++) {
+    if (!samePatient(patients[0], patients[i])) {
+      throw fail('fhir_two_patients', `the file has two Patients: ${entryReference(patients[0])} and ${entryReference(patients[i])}`);
+    }
+  }
+  const main = patients[0];
+  const mainKeys = new Set<string>();
+  for (const p of patients) {
+    if (p.fullUrl) mainKeys.add(p.fullUrl);
+    if (p.resource.id) mainKeys.add(`Patient/${p.resource.id}`);
+  }
+  const mainIdentifiers = patients.flatMap((p) => identifiersOf(p.resource as fhir4.Patient));
+
+  const others = new Map<string, string>();
+  for (const entry of entries) {
+    for (const member of MEMBERS) {
+      const pointer = patientPointer(entry, member, index);
+      if (!pointer) continue;
+      if (main) {
+        if (!pointsAtMain(pointer, patients, mainKeys, mainIdentifiers)) {
+          throw fail(
+            'fhir_other_patient',
+            `${entryReference(entry)} ${member} refers to ${describePointer(pointer)}, not to the file's Patient ${entryReference(main)}`,
+          );
+        }
+      } else {
+        const key = pointerKey(pointer);
+        if (!others.has(key)) others.set(key, describePointer(pointer));
+        if (others.size > 1) {
+          const [a, b] = [...others.values()];
+          throw fail('fhir_two_patients', `the file refers to two patients: ${a} and ${b}`);
+        }
+      }
+    }
+  }
+
+  if (!main) {
+    const identifiers = entries.flatMap((entry) =>
+      MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
+    );
+    const linked = patient.linkedIdentity ?? [];
+    if (identifiers.length > 0 && linked.length > 0 && !identifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
+      throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(identifiers[0])} is not one linked to the patient`);
+    }
+    return { patient: null, identifiers: dedupe(identifiers) };
+  }
+
+  const resource = main.resource as fhir4.Patient;
+  const gender = resource.gender;
+  if ((gender === 'male' || gender === 'female') && (patient.sex === 'male' || patient.sex === 'female') && gender !== patient.sex) {
+    throw fail('fhir_identity_mismatch', `the Patient's gender is ${gender}, the patient was enrolled as ${patient.sex}`);
+  }
+  const birthYear = resource.birthDate ? Number(resource.birthDate.slice(0, 4)) : null;
+  if (birthYear !== null && birthYear !== patient.birthYear) {
+    throw fail('fhir_identity_mismatch', `the Patient was born in ${birthYear}, the patient was enrolled with birth year ${patient.birthYear}`);
+  }
+  const linked = patient.linkedIdentity ?? [];
+  if (linked.length > 0 && !mainIdentifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
+    throw fail(
+      'fhir_identity_mismatch',
+      `the Patient carries none of the identifiers linked to the patient (${linked.map(describeIdentifier).join(', ')})`,
+    );
+  }
+  return { patient: entryReference(main), identifiers: dedupe(mainIdentifiers) };
+}
+
+function samePatient(a: FhirEntry, b: FhirEntry): boolean {
+  if (a.resource.id && a.resource.id === b.resource.id) return true;
+  if (a.fullUrl && a.fullUrl === b.fullUrl) return true;
+  const ids = identifiersOf(b.resource as fhir4.Patient);
+  return identifiersOf(a.resource as fhir4.Patient).some((x) => ids.some((y) => x.system === y.system && x.value === y.value));
+}
+
+function identifiersOf(patient: fhir4.Patient): LinkedIdentifier[] {
+  return (patient.identifier ?? []).flatMap((id) =>
+    typeof id.value === 'string' && id.value !== '' ? [id.system ? { system: id.system, value: id.value } : { value: id.value }] : [],
+  );
+}
+
+/** A linked identifier matches when the values are equal and, if it names a system, the systems too. */
+function identifierMatches(linked: LinkedIdentifier, found: LinkedIdentifier): boolean {
+  return linked.value === found.value && (!linked.system || linked.system === found.system);
+}
+
+function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], index: ResourceIndex): PatientPointer | null {
+  const ref = (entry.resource as unknown as Record<string, unknown>)[member] as fhir4.Reference | undefined;
+  if (!ref || typeof ref !== 'object') return null;
+  if (typeof ref.reference === 'string' && ref.reference !== '') {
+    const text = ref.reference;
+    const resolved = resolveReference(index, text, entry.resource);
+    if (resolved?.where === 'file') {
+      return resolved.entry.resource.resourceType === 'Patient' ? { kind: 'patient', entry: resolved.entry } : null;
+    }
+    if (resolved?.where === 'contained') {
+      return resolved.resource.resourceType === 'Patient' ? { kind: 'contained', patient: resolved.resource as fhir4.Patient, text } : null;
+    }
+    if (text.startsWith('#')) return null;
+    const typed = typedId(text);
+    if (typed && typed.type !== 'Patient') return null;
+    // A reference to a Patient not in the file, or an unresolved urn:uuid: (which may name one).
+    return { kind: 'literal', key: typed ? `Patient/${typed.id}` : text, text };
+  }
+  if (ref.identifier?.value) {
+    // Only a reference typed as something else than Patient is known not to be about the patient.
+    if (ref.type && ref.type !== 'Patient') return null;
+    const identifier = ref.identifier.system ? { system: ref.identifier.system, value: ref.identifier.value } : { value: ref.identifier.value };
+    return { kind: 'identifier', identifier, text: describeIdentifier(identifier) };
+  }
+  return null;
+}
+
+function pointsAtMain(pointer: PatientPointer, patients: FhirEntry[], keys: Set<string>, identifiers: LinkedIdentifier[]): boolean {
+  switch (pointer.kind) {
+    case 'patient':
+      return patients.includes(pointer.entry);
+    case 'literal':
+      return keys.has(pointer.key) || keys.has(pointer.text);
+    case 'identifier':
+      return identifiers.some((id) => identifierMatches(pointer.identifier, id));
+    case 'contained':
+      return identifiersOf(pointer.patient).some((c) => identifiers.some((id) => c.system === id.system && c.value === id.value));
+  }
+}
+
+function pointerKey(pointer: PatientPointer): string {
+  switch (pointer.kind) {
+    case 'patient':
+      return `entry:${pointer.entry.index}`;
+    case 'literal':
+      return pointer.key;
+    case 'identifier':
+      return `identifier:${pointer.identifier.system ?? ''}|${pointer.identifier.value}`;
+    case 'contained': {
+      const first = identifiersOf(pointer.patient)[0];
+      return first ? `identifier:${first.system ?? ''}|${first.value}` : `contained:${pointer.text}`;
+    }
+  }
+}
+
+function describePointer(pointer: PatientPointer): string {
+  return pointer.kind === 'patient' ? entryReference(pointer.entry) : pointer.text;
+}
+
+function describeIdentifier(identifier: LinkedIdentifier): string {
+  return identifier.system ? `${identifier.system}|${identifier.value}` : identifier.value;
+}
+
+function dedupe(identifiers: LinkedIdentifier[]): LinkedIdentifier[] {
+  const seen = new Set<string>();
+  return identifiers.filter((id) => {
+    const key = `${id.system ?? ''}|${id.value}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

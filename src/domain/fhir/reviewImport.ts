@@ -1,0 +1,261 @@
+/**
+ * The site team's decision on a FHIR import that waits, `proposed`, on the patient's card (spec,
+ * `importFhirRecord`: "waits on the patient's card until the site team confirms or rejects it").
+ *
+ * Decisions, where the interface description is silent:
+ * - Who: a person holding a site-staff or manager role of the study whose sites include the patient's
+ *   site (a manager limited to some sites decides only for those). Anyone else is refused with
+ *   `import_decision_not_allowed`, also when the patient does not exist, so nobody learns of patients
+ *   outside their sites.
+ * - What: only a `proposed` import is decided, once. A `saved` import (save mode left nothing to review)
+ *   and a decided one are refused with `import_already_decided`. Both decisions are final.
+ * - Confirming saves the chosen items through `submitRecords`, the one write path (edit checks, consent
+ *   gate, automatic queries, audit), as the confirming person in the portal, with record source `fhir`.
+ *   `choices` maps an item's position (its index in the import's items) to `fill` (a `new` item fills
+ *   its empty place), `replace` (a `conflict` item replaces the saved value: an audited change with old
+ *   and new value) or `keep` (a `conflict` item leaves the saved value). Items left out are not saved.
+ *   Without `choices`, every `new` item fills its place and every conflict keeps the saved value, so a
+ *   saved value is replaced only by an explicit choice.
+ * - Nothing is saved unless everything chosen is: a place that changed since the import was made (a `new`
+ *   place now filled, a saved value that differs from the one shown) refuses the confirmation with
+ *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
+ *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
+ *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
+ * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
+ *   a confirmed import means "not taken"; the counts are recounted from the states. The import records
+ *   `decided_at` and `decided_by`, and the decision is audited with the positions saved, kept and left out.
+ * - The first confirmed import that carries hospital identifiers links them to the patient
+ *   (`fhir_identity`); every later file must carry one of them (`checkPatientIdentity`). Confirming an
+ *   import whose identifiers share none with an identity linked meanwhile is refused with
+ *   `fhir_identity_mismatch`.
+ */
+import type { Actor } from '../actor.js';
+import { auditEntry } from '../auditTrail.js';
+import { DomainError, type FieldError } from '../errors.js';
+import { consentAllowsEntry } from '../patients/consentGate.js';
+import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
+import type {
+  AuditStore, FhirImportStore, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, UserRow,
+} from '../stores.js';
+import { requireStudy } from '../studies/requireStudy.js';
+import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { currentRecords, itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
+
+type Stores = {
+  studies: StudyStore; people: PeopleStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore;
+};
+
+/** The person deciding, signed in to the portal. */
+export type Person = Pick<UserRow, 'id' | 'name'>;
+
+/** Which import: the patient's import number, as in its `review_url`. */
+export interface ImportRef {
+  study: string;
+  subject: string;
+  number: number;
+}
+
+/** What to do with one item: see the module comment. */
+export type ItemChoice = 'fill' | 'replace' | 'keep';
+
+export interface DecisionResult {
+  number: number;
+  status: 'confirmed' | 'rejected';
+  counts: FhirImportCounts;
+  /** Positions of the items saved by the confirmation. */
+  saved: number[];
+  /** Positions of the conflicts whose saved value was kept (by choice or by default). */
+  kept: number[];
+  /** Whether this confirmation linked the file's identifiers to the patient. */
+  identityLinked: boolean;
+  /** The write path's result per record saved. */
+  outcomes: RecordOutcome[];
+}
+
+/** The import, the patient and the person's roles covering the patient's site, or a refusal. */
+async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
+  const study = await requireStudy(stores.studies, ref.study);
+  const [patient] = await stores.patients.findBySubjects(study.id, [ref.subject]);
+  const roles = (await stores.people.roles(study.id, person.id)).filter((r) => patient && r.siteIds.includes(patient.siteId));
+  if (!patient || roles.length === 0) throw new DomainError('import_decision_not_allowed', { subject: ref.subject, study: study.code });
+  const found = await stores.fhirImports.findForDecision(patient.id, ref.number);
+  if (!found) throw new DomainError('import_not_found', { subject: patient.subject, number: ref.number });
+  if (found.status !== 'proposed') throw new DomainError('import_already_decided', { subject: patient.subject, number: found.number, status: found.status });
+  return { study, patient, roles, found };
+}
+
+/**
+ * Confirms a proposed import: saves the chosen items and links the patient's FHIR identity on the first
+ * confirmation. Call it inside one transaction: on any refusal nothing is kept.
+ *
+ * @param input.choices - item position → choice; left out: fill every `new` item, keep every conflict
+ * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`,
+ *   `invalid_import_choice`, `study_locked`, `consent_missing`, `fhir_identity_mismatch`, `import_outdated`,
+ *   `import_items_refused`
+ */
+export async function confirmImport(
+  stores: Stores,
+  person: Person,
+  input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>> },
+): Promise<DecisionResult> {
+  const { study, patient, roles, found } = await openDecision(stores, person, input);
+  if (study.locked) throw new DomainError('study_locked');
+  if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: patient.subject });
+  const identity = identityToLink(patient, found);
+  const choices = resolveChoices(found.items, input.choices);
+  const toSave = new Set([...choices].flatMap(([position, choice]) => (choice === 'keep' ? [] : [position])));
+
+  const ids = await stores.studies.designIds(study.id);
+  const locked = await lockRecords(stores, patient, found.items, toSave, ids);
+  const outdated = outdatedPositions(found.items, toSave, locked);
+  if (outdated.length > 0) throw new DomainError('import_outdated', { subject: patient.subject, number: found.number, positions: outdated });
+
+  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
+  const records = itemRecords(patient.subject, found.items, toSave, locked);
+  const access = { siteIds: [...new Set(roles.flatMap((r) => r.siteIds))], unblinded: roles.some((r) => r.unblinded) };
+  const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => r.input), { validateOnly: false, source: 'fhir' });
+  const refused = refusedItems(outcomes, records, found.items);
+  if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
+
+  const items = found.items.map((item) => ({ ...item }));
+  const changes = records.flatMap((r) => r.positions.map((position) => ({ position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row })));
+  for (const change of changes) Object.assign(items[change.position], { state: change.state, row: change.row });
+  await stores.fhirImports.updateItems(found.id, changes);
+  const counts = countItems(items);
+  await stores.fhirImports.decide(found.id, { status: 'confirmed', decidedBy: person.id, counts });
+  const identityLinked = identity.length > 0 && (await stores.fhirImports.linkPatientIdentity(patient.id, identity));
+
+  const saved = changes.map((c) => c.position).sort((a, b) => a - b);
+  const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
+  const leftOut = found.items.flatMap((item, position) => ((item.state === 'new' || item.state === 'conflict') && !choices.has(position) ? [position] : []));
+  await stores.audit.append([
+    auditEntry(actor, study.id, {
+      action: 'fhir.import_confirmed',
+      patientId: patient.id,
+      reason: `FHIR import ${found.number} confirmed on the patient's card`,
+      details: { import_id: found.id, number: found.number, saved, kept, left_out: leftOut, counts },
+    }),
+    ...(identityLinked
+      ? [auditEntry(actor, study.id, {
+        action: 'patient.fhir_identity_linked',
+        patientId: patient.id,
+        newValue: JSON.stringify(identity),
+        reason: `Linked by the confirmation of FHIR import ${found.number}`,
+        details: { import_id: found.id, number: found.number },
+      })]
+      : []),
+  ]);
+  return { number: found.number, status: 'confirmed', counts, saved, kept, identityLinked, outcomes };
+}
+
+/**
+ * Rejects a proposed import: nothing of it is saved, and it stays on the card as rejected. Audited, with
+ * the person's reason when given.
+ *
+ * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`
+ */
+export async function rejectImport(stores: Stores, person: Person, input: ImportRef & { reason?: string }): Promise<DecisionResult> {
+  const { study, patient, found } = await openDecision(stores, person, input);
+  await stores.fhirImports.decide(found.id, { status: 'rejected', decidedBy: person.id, counts: found.counts });
+  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
+  const why = input.reason?.trim();
+  await stores.audit.append([auditEntry(actor, study.id, {
+    action: 'fhir.import_rejected',
+    patientId: patient.id,
+    reason: why ? `FHIR import ${found.number} rejected on the patient's card: ${why}` : `FHIR import ${found.number} rejected on the patient's card`,
+    details: { import_id: found.id, number: found.number, counts: found.counts },
+  })]);
+  return { number: found.number, status: 'rejected', counts: found.counts, saved: [], kept: [], identityLinked: false, outcomes: [] };
+}
+
+/** The identifiers to link on confirmation: none when the patient has some; refused when they contradict them. */
+function identityToLink(patient: PatientRow, found: StoredFhirImport): { system?: string; value: string }[] {
+  const carried = found.fhirIdentity ?? [];
+  const linked = patient.fhirIdentity ?? [];
+  if (linked.length === 0) return carried;
+  const matches = carried.some((c) => linked.some((l) => l.value === c.value && (!l.system || l.system === c.system)));
+  if (carried.length > 0 && !matches) {
+    throw new DomainError('fhir_identity_mismatch', {
+      subject: patient.subject,
+      reason: `import ${found.number} carries none of the identifiers linked to the patient since it was made`,
+    });
+  }
+  return [];
+}
+
+/** Each item's choice; checks that the choice fits the item's state. */
+function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Record<number, ItemChoice>> | undefined): Map<number, ItemChoice> {
+  if (choices === undefined) {
+    return new Map(items.flatMap((item, position): [number, ItemChoice][] =>
+      item.state === 'new' ? [[position, 'fill']] : item.state === 'conflict' ? [[position, 'keep']] : []));
+  }
+  const resolved = new Map<number, ItemChoice>();
+  for (const [key, choice] of Object.entries(choices)) {
+    const position = Number(key);
+    const state = items[position]?.state ?? null;
+    const fits = (choice === 'fill' && state === 'new') || ((choice === 'replace' || choice === 'keep') && state === 'conflict');
+    if (!Number.isInteger(position) || !fits) throw new DomainError('invalid_import_choice', { position: key, choice, state });
+    resolved.set(position, choice);
+  }
+  return resolved;
+}
+
+/**
+ * Row-locks the saved records the chosen items go into (to the end of the transaction), so the check
+ * against what the person saw and the write see the same content; the other records as they are.
+ */
+async function lockRecords(
+  stores: Stores,
+  patient: PatientRow,
+  items: readonly FhirImportItem[],
+  chosen: ReadonlySet<number>,
+  ids: { visits: Map<string, number>; forms: Map<string, number> },
+): Promise<CurrentRecord> {
+  const places = new Map<string, { visit: string; instance: number; form: string }>();
+  for (const position of chosen) {
+    const { visit, form, instance } = items[position];
+    if (visit && form) places.set(`${visit}|${instance ?? 1}|${form}`, { visit, instance: instance ?? 1, form });
+  }
+  const locked = new Map<string, Awaited<ReturnType<RecordStore['lockByKey']>>>();
+  for (const [key, place] of places) {
+    const visitId = ids.visits.get(place.visit);
+    const formId = ids.forms.get(place.form);
+    if (visitId === undefined || formId === undefined) continue;
+    locked.set(key, await stores.records.lockByKey({ patientId: patient.id, visitId, formId, instance: place.instance }));
+  }
+  return (visit, instance, form) => locked.get(`${visit}|${instance}|${form}`);
+}
+
+/**
+ * The chosen items whose place no longer holds what the import showed: a `new` place filled since, a
+ * saved value changed since, or a cell of a table row whose matched cells changed (the row is then no
+ * longer the one the file's row was matched to). A row the file adds goes after whatever rows are saved
+ * by then, so it cannot be outdated.
+ */
+function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
+  const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field!.split('.')[0]}|${item.row}`;
+  const changed = (item: FhirImportItem) => savedAt(current(item.visit!, item.instance ?? 1, item.form!), item.field!, item.row) !== item.saved_value;
+  const matched = items.filter((i) => i.row !== null && i.saved_value !== null && i.visit && i.form && i.field);
+  const matchedRows = new Set(matched.map(rowKey));
+  const changedRows = new Set(matched.filter(changed).map(rowKey));
+  return [...chosen].filter((position) => {
+    const item = items[position];
+    if (item.row === null) return changed(item);
+    if (!matchedRows.has(rowKey(item))) return false;
+    return changedRows.has(rowKey(item)) || changed(item);
+  }).sort((a, b) => a - b);
+}
+
+/** One field error per refused record's issue, pointing at the chosen item it concerns. */
+function refusedItems(outcomes: RecordOutcome[], records: ReturnType<typeof itemRecords>, items: readonly FhirImportItem[]): FieldError[] {
+  return outcomes.flatMap((outcome, i): FieldError[] => {
+    if (outcome.status !== 'error' && outcome.status !== 'skip') return [];
+    const positions = records[i].positions;
+    const pointerFor = (field: string | undefined) => {
+      const position = positions.find((p) => field !== undefined && (items[p].field === field || items[p].field!.split('.')[0] === field)) ?? positions[0];
+      return `/items/${position}`;
+    };
+    if (outcome.issues.length === 0) return [{ pointer: pointerFor(undefined), code: outcome.code, params: outcome.params }];
+    return outcome.issues.map((issue) => ({ pointer: pointerFor(issue.field), code: issue.code, params: { ...issue.params, record: outcome.code } }));
+  });
+}

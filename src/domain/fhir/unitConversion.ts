@@ -1,0 +1,108 @@
+/**
+ * UCUM unit conversion for imported quantities (https://ucum.org), through the National Library of
+ * Medicine's `@lhncbc/ucum-lhc`, and the rounding of converted numbers to a field's precision.
+ */
+import ucum from '@lhncbc/ucum-lhc';
+import type { DecimalFieldDef, IntegerFieldDef } from '../studyDesign/types.js';
+
+/** A field that holds a number in a unit. */
+export type NumericFieldDef = IntegerFieldDef | DecimalFieldDef;
+
+type Converter = (value: number) => number;
+
+const utils = ucum.UcumLhcUtils.getInstance();
+
+/**
+ * Converters by unit pair and molar mass. A file repeats a handful of units thousands of times, and the
+ * library parses both unit strings on every call, so each pair is resolved once per process. The number
+ * of distinct pairs is bounded by the units that occur in real files times the study's field units.
+ */
+const converters = new Map<string, Converter | null>();
+
+/**
+ * Converts a number from one UCUM unit to another.
+ *
+ * @param molarMass - g/mol of the substance, for converting between mass and substance concentrations
+ *   (glucose 100 mg/dL → 5.55 mmol/L with 180.156). Without it such a pair is not convertible.
+ * @returns the converted number, not rounded; or null when either unit is not valid UCUM, the units
+ *   measure different things, or their annotations differ.
+ */
+export function convertUnit(value: number, fromUnit: string, toUnit: string, molarMass?: number): number | null {
+  const converter = converterFor(fromUnit, toUnit, molarMass);
+  return converter ? converter(value) : null;
+}
+
+/** Whether {@link convertUnit} can convert between the two units. */
+export function isConvertible(fromUnit: string, toUnit: string, molarMass?: number): boolean {
+  return converterFor(fromUnit, toUnit, molarMass) !== null;
+}
+
+function converterFor(fromUnit: string, toUnit: string, molarMass: number | undefined): Converter | null {
+  const key = `${fromUnit}\u0000${toUnit}\u0000${molarMass ?? ''}`;
+  let converter = converters.get(key);
+  if (converter === undefined) {
+    converter = resolveConverter(fromUnit, toUnit, molarMass);
+    converters.set(key, converter);
+  }
+  return converter;
+}
+
+function resolveConverter(fromUnit: string, toUnit: string, molarMass: number | undefined): Converter | null {
+  if (fromUnit === toUnit) return (value) => value;
+  // UCUM treats an annotation such as {1.73_m2} as the unit 1, so the library happily converts eGFR in
+  // mL/min into mL/min/{1.73_m2}. The annotation is the point of such units (a rate per standard body
+  // surface), so units whose annotations differ are not convertible.
+  if (annotations(fromUnit) !== annotations(toUnit)) return null;
+  const options = molarMass === undefined ? {} : { molecularWeight: molarMass };
+  const probe = utils.convertUnitTo(fromUnit, 1, toUnit, options);
+  if (probe.status !== 'succeeded' || probe.toVal === null || !Number.isFinite(probe.toVal)) return null;
+  // Only special units (Cel, [degF], pH and the like) are not proportional; ask the library each time.
+  if (probe.fromUnit?.isSpecial_ || probe.toUnit?.isSpecial_) {
+    return (value) => utils.convertUnitTo(fromUnit, value, toUnit, options).toVal ?? Number.NaN;
+  }
+  const factor = probe.toVal;
+  return (value) => value * factor;
+}
+
+function annotations(unit: string): string {
+  return (unit.match(/\{[^}]*\}/g) ?? []).sort().join('');
+}
+
+/**
+ * Rounds a number to the precision the field keeps: `decimals` for a decimal field that sets it, none
+ * for an integer field. A decimal field without `decimals` keeps three significant digits but never
+ * rounds away integer digits, and at most 6 decimals (5.5507 → 5.55, 0.012345 → 0.0123, 123.456 → 123),
+ * which is finer than any laboratory reports and coarse enough to hide conversion noise.
+ * Halves round away from zero, as laboratories round.
+ */
+export function roundForField(value: number, field: NumericFieldDef): number {
+  return roundTo(value, decimalsFor(value, field));
+}
+
+/**
+ * A number written as the records call expects it for the field: digits with an optional leading `-`
+ * and a dot, at most the field's decimals, without trailing zeros (`81.4`, `128`, `5.5`).
+ */
+export function formatForField(value: number, field: NumericFieldDef): string {
+  const decimals = decimalsFor(value, field);
+  const text = roundTo(value, decimals).toFixed(decimals);
+  const trimmed = text.includes('.') ? text.replace(/\.?0+$/, '') : text;
+  return trimmed === '-0' ? '0' : trimmed;
+}
+
+function decimalsFor(value: number, field: NumericFieldDef): number {
+  if (field.type === 'integer') return 0;
+  if (field.decimals !== undefined) return field.decimals;
+  if (value === 0 || !Number.isFinite(value)) return 0;
+  const integerDigits = Math.floor(Math.log10(Math.abs(value))) + 1;
+  return Math.min(6, Math.max(0, 3 - integerDigits));
+}
+
+function roundTo(value: number, decimals: number): number {
+  // Shifting through the exponent avoids binary artefacts such as 1.005 * 100 = 100.49999999999999.
+  const magnitude = Math.abs(value);
+  const text = String(magnitude);
+  const shifted = text.includes('e') ? magnitude * 10 ** decimals : Number(`${text}e${decimals}`);
+  const rounded = Math.round(shifted) / 10 ** decimals;
+  return value < 0 ? -rounded : rounded;
+}

@@ -1,0 +1,85 @@
+import { DomainError } from '../errors.js';
+import type { FhirImportItem } from '../fhir/fhirImportItem.js';
+import { currentRecords, savedAt } from '../fhir/itemRecords.js';
+import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
+import type { FhirImportStore, PatientStore, RecordStore, StudyStore } from '../stores.js';
+import { formHidden } from '../studies/designForKey.js';
+import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
+
+/** One item of an import as the review page shows it, with the names of its place. */
+export interface ReviewItem extends FhirImportItem {
+  /** The item's index in the import: the key of a choice when confirming. */
+  position: number;
+  fieldLabel: string | null;
+  /** What the place holds now (plain fields only); it may differ from `saved_value`, shown when the import was made. */
+  current: string | null;
+  /** A pending item whose place changed after the import was made: confirming it would be refused. */
+  changedSince: boolean;
+}
+
+export interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
+
+export interface ImportReview {
+  summary: FhirImportSummary;
+  subject: string;
+  /** Items with a place in the eCRF, grouped by visit occurrence and form in the order of the design. */
+  groups: ReviewGroup[];
+  /** Items the mapping found no place for (skipped). */
+  unplaced: ReviewItem[];
+  /** Items on forms the person may not see (unblinded team), left off the page. */
+  hiddenItems: number;
+}
+
+/**
+ * The review page of a patient's FHIR import (issue 7, point 4), for the site team of the patient's
+ * site and managers. Reads only; the decision itself is `confirmImport` / `rejectImport`. Items on
+ * forms hidden from a blinded person are left off the page and so cannot be chosen.
+ */
+export async function importReview(
+  stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; fhirImports: FhirImportStore; portalReads: PatientCardStore },
+  access: StaffAccess,
+  subject: string,
+  number: number,
+): Promise<ImportReview> {
+  const study = access.study;
+  const patient = await requirePatient(stores.patients, access, subject);
+  const found = Number.isInteger(number) && number > 0 ? await stores.fhirImports.findForDecision(patient.id, number) : undefined;
+  const summary = found && (await stores.portalReads.fhirImports(patient.id)).find((i) => i.number === found.number);
+  if (!found || !summary) throw new DomainError('import_not_found', { subject: patient.subject, number });
+  const ids = await stores.studies.designIds(study.id);
+  const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
+  const design = study.design;
+  const forms = new Map(design.forms.map((f) => [f.code, f]));
+  const visits = new Map(design.visits.map((v) => [v.code, v]));
+
+  const labelOf = (item: FhirImportItem): string | null => {
+    const form = item.form ? forms.get(item.form) : undefined;
+    if (!form || !item.field) return null;
+    const [code, column] = item.field.split('.');
+    const field = form.fields.find((f) => f.code === code);
+    if (!field) return null;
+    const col = column && field.type === 'table' ? field.columns.find((c) => c.code === column) : undefined;
+    return col ? `${field.label} — ${col.label}` : field.label;
+  };
+
+  const groups = new Map<string, ReviewGroup>();
+  const unplaced: ReviewItem[] = [];
+  let hiddenItems = 0;
+  found.items.forEach((item, position) => {
+    const form = item.form ? forms.get(item.form) : undefined;
+    if (form && formHidden(study, form, access.unblinded)) { hiddenItems++; return; }
+    const now = item.visit && item.form && item.field && item.row === null ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, null) : null;
+    const pending = item.state === 'new' || item.state === 'conflict';
+    const view: ReviewItem = { ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && item.row === null && now !== item.saved_value };
+    const visit = item.visit ? visits.get(item.visit) : undefined;
+    if (!visit || !form) { unplaced.push(view); return; }
+    const key = `${visit.code}|${item.instance ?? 1}|${form.code}`;
+    if (!groups.has(key)) groups.set(key, { visit: visit.code, visitName: visit.name, instance: item.instance ?? 1, form: form.code, formName: form.name, items: [] });
+    groups.get(key)!.items.push(view);
+  });
+  const visitOrder = design.visits.map((v) => v.code);
+  const formOrder = design.forms.map((f) => f.code);
+  const ordered = [...groups.values()].sort((a, b) =>
+    visitOrder.indexOf(a.visit) - visitOrder.indexOf(b.visit) || a.instance - b.instance || formOrder.indexOf(a.form) - formOrder.indexOf(b.form));
+  return { summary, subject: patient.subject, groups: ordered, unplaced, hiddenItems };
+}

@@ -1,0 +1,129 @@
+import type { ConsentRow, PatientRow, PatientStore, RecordStore, SiteRow, StoredRecord, StudyStore } from '../stores.js';
+import { formHidden } from '../studies/designForKey.js';
+import type { FieldDef, FormDef } from '../studyDesign/types.js';
+import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
+
+/** The newest audit entries shown on a card; the rest stays in the database and the exports. */
+export const CARD_AUDIT_LIMIT = 500;
+
+/** A query not yet closed: `open`, or `answered` and waiting for its opener. */
+export interface PatientQueryView {
+  id: number; visit: string; instance: number; form: string; field: string; status: string; origin: string; message: string; openedBy: string; openedAt: Date;
+}
+export interface PatientAuditView {
+  id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
+  field: string | null; oldValue: string | null; newValue: string | null;
+}
+export interface FhirImportSummary {
+  number: number; createdAt: Date; mode: string; status: string; counts: Record<string, number>; keyName: string | null;
+  decidedAt: Date | null; decidedBy: string | null;
+}
+
+/** What the patient card reads besides records: all filtered to forms the person may see. */
+export interface PatientCardStore {
+  openQueries(patientId: number, hiddenFormIds: number[]): Promise<PatientQueryView[]>;
+  /** Newest first; entries about records of hidden forms are left out. */
+  auditTrail(patientId: number, hiddenFormIds: number[], limit: number): Promise<PatientAuditView[]>;
+  fhirImports(patientId: number): Promise<FhirImportSummary[]>;
+}
+
+export interface FieldView {
+  code: string;
+  label: string;
+  unit: string | null;
+  /** The saved value as stored, a choice shown with its label; null when empty. */
+  text: string | null;
+  /** ND, UNK or NA when the field is marked not done. */
+  notDone: string | null;
+  /** For a table field: its columns and rows. */
+  table: { columns: { code: string; label: string }[]; rows: Record<string, string>[] } | null;
+}
+export interface FormView { code: string; name: string; status: 'complete' | 'draft' | null; fields: FieldView[] }
+export interface VisitView { code: string; name: string; instance: number; repeating: boolean; forms: FormView[] }
+
+export interface PatientCard {
+  patient: PatientRow;
+  site: SiteRow;
+  consent: ConsentRow | undefined;
+  visits: VisitView[];
+  queries: PatientQueryView[];
+  audit: PatientAuditView[];
+  auditLimited: boolean;
+  imports: FhirImportSummary[];
+}
+
+function textOf(field: FieldDef, value: string | undefined): string | null {
+  if (value === undefined || value === '') return null;
+  if (field.type === 'choice') return `${value} — ${field.options.find((o) => o.code === value)?.label ?? '?'}`;
+  if (field.type === 'multichoice') {
+    return value.split(',').map((code) => `${code} — ${field.options.find((o) => o.code === code)?.label ?? '?'}`).join('; ');
+  }
+  return value;
+}
+
+function formView(form: FormDef, record: StoredRecord | undefined): FormView {
+  return {
+    code: form.code,
+    name: form.name,
+    status: record?.status ?? null,
+    fields: form.fields.map((field) => ({
+      code: field.code,
+      label: field.label,
+      unit: 'unit' in field ? field.unit ?? null : null,
+      text: field.type === 'table' ? null : textOf(field, record?.values[field.code]),
+      notDone: record?.notDone[field.code] ?? null,
+      table: field.type === 'table'
+        ? { columns: field.columns.map((c) => ({ code: c.code, label: c.label })), rows: record?.tables[field.code] ?? [] }
+        : null,
+    })),
+  };
+}
+
+/**
+ * A patient's card for site staff of the patient's site and managers (issue 7): the forms of each
+ * visit with their values, open queries, the audit trail and the FHIR imports. Forms of the
+ * unblinded team are left out for a blinded person, and so are their queries and audit entries.
+ */
+export async function patientCard(
+  stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; portalReads: PatientCardStore },
+  access: StaffAccess,
+  subject: string,
+): Promise<PatientCard> {
+  const study = access.study;
+  const patient = await requirePatient(stores.patients, access, subject);
+  const [sites, ids, records, consent] = await Promise.all([
+    stores.studies.sites(study.id), stores.studies.designIds(study.id), stores.records.forPatient(patient.id), stores.patients.latestConsent(patient.id),
+  ]);
+  const visible = study.design.forms.filter((f) => !formHidden(study, f, access.unblinded));
+  const hiddenFormIds = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);
+  const byPlace = new Map(records.map((r) => [`${r.visitId}|${r.instance}|${r.formId}`, r]));
+  const visits: VisitView[] = study.design.visits.flatMap((visit) => {
+    const visitId = ids.visits.get(visit.code)!;
+    const instances = [...new Set([1, ...records.filter((r) => r.visitId === visitId).map((r) => r.instance)])].sort((a, b) => a - b);
+    return instances.map((instance) => ({
+      code: visit.code,
+      name: visit.name,
+      instance,
+      repeating: visit.repeating,
+      forms: visible
+        .filter((f) => visit.forms.includes(f.code))
+        .sort((a, b) => visit.forms.indexOf(a.code) - visit.forms.indexOf(b.code))
+        .map((f) => formView(f, byPlace.get(`${visitId}|${instance}|${ids.forms.get(f.code)}`))),
+    }));
+  });
+  const [queries, audit, imports] = await Promise.all([
+    stores.portalReads.openQueries(patient.id, hiddenFormIds),
+    stores.portalReads.auditTrail(patient.id, hiddenFormIds, CARD_AUDIT_LIMIT + 1),
+    stores.portalReads.fhirImports(patient.id),
+  ]);
+  return {
+    patient,
+    site: sites.find((s) => s.id === patient.siteId)!,
+    consent,
+    visits,
+    queries,
+    audit: audit.slice(0, CARD_AUDIT_LIMIT),
+    auditLimited: audit.length > CARD_AUDIT_LIMIT,
+    imports,
+  };
+}

@@ -1,0 +1,135 @@
+import type { ColumnDef, FormDef, TableFieldDef } from '../studyDesign/types.js';
+import { parseFieldValue, typedOf } from './fieldValue.js';
+
+export type NotDoneMark = 'ND' | 'UNK' | 'NA';
+export type TableRows = Record<string, string>[];
+
+/** A form instance's content as stored: canonical strings, not-done marks, table rows. */
+export interface RecordContent {
+  values: Record<string, string>;
+  notDone: Record<string, NotDoneMark>;
+  tables: Record<string, TableRows>;
+}
+
+/**
+ * Every code of a field issue in a per-record result, besides `edit_check:<check code>` (whose text
+ * the design gives): the message catalogues hold an English and a Russian text for each.
+ */
+export const FIELD_ISSUE_CODES = [
+  'unknown_field', 'table_in_values', 'not_a_table', 'value_and_mark', 'required', 'out_of_range',
+  'invalid_format', 'too_many_decimals', 'not_an_option', 'too_long', 'invalid_character',
+] as const satisfies readonly string[];
+
+export type FieldIssueCode = (typeof FIELD_ISSUE_CODES)[number] | `edit_check:${string}`;
+
+/** A problem with one field of a record; `field` is `code` or `<table>[<row>].<column>`. */
+export interface FieldIssue {
+  field: string;
+  code: FieldIssueCode;
+  params?: Record<string, unknown>;
+}
+
+export interface SentContent {
+  values?: Record<string, string>;
+  not_done?: Record<string, NotDoneMark>;
+  tables?: Record<string, Record<string, string>[]>;
+}
+
+export const EMPTY_CONTENT: RecordContent = { values: {}, notDone: {}, tables: {} };
+
+/**
+ * Applies what a request sends onto what is saved (nothing, for a new record). A value replaces the
+ * saved value, `""` empties it, a mark replaces the value, and a table is replaced as a whole. Every
+ * value is converted by its field's type; unknown codes and bad values are issues.
+ */
+export function mergeContent(form: FormDef, saved: RecordContent, sent: SentContent): { content: RecordContent; issues: FieldIssue[] } {
+  const fields = new Map(form.fields.map((f) => [f.code, f]));
+  const issues: FieldIssue[] = [];
+  const values = { ...saved.values };
+  const notDone = { ...saved.notDone };
+  const tables = { ...saved.tables };
+  for (const [code, raw] of Object.entries(sent.values ?? {})) {
+    const field = fields.get(code);
+    if (!field) { issues.push({ field: code, code: 'unknown_field' }); continue; }
+    if (field.type === 'table') { issues.push({ field: code, code: 'table_in_values' }); continue; }
+    if (sent.not_done?.[code] !== undefined && raw.trim() !== '') { issues.push({ field: code, code: 'value_and_mark' }); continue; }
+    if (raw.trim() === '') { delete values[code]; continue; }
+    const parsed = parseFieldValue(field, raw);
+    if (!parsed.ok) { issues.push({ field: code, code: parsed.code, params: parsed.params }); continue; }
+    values[code] = parsed.canonical;
+    delete notDone[code];
+  }
+  for (const [code, mark] of Object.entries(sent.not_done ?? {})) {
+    if (!fields.has(code)) { issues.push({ field: code, code: 'unknown_field' }); continue; }
+    notDone[code] = mark;
+    delete values[code];
+    delete tables[code];
+  }
+  for (const [code, rows] of Object.entries(sent.tables ?? {})) {
+    const field = fields.get(code);
+    if (!field) { issues.push({ field: code, code: 'unknown_field' }); continue; }
+    if (field.type !== 'table') { issues.push({ field: code, code: 'not_a_table' }); continue; }
+    if (sent.not_done?.[code] !== undefined && rows.length > 0) { issues.push({ field: code, code: 'value_and_mark' }); continue; }
+    const parsedRows = parseRows(field, rows, issues);
+    if (parsedRows.length === 0) delete tables[code];
+    else { tables[code] = parsedRows; delete notDone[code]; }
+  }
+  return { content: { values, notDone, tables }, issues };
+}
+
+function parseRows(table: TableFieldDef, rows: Record<string, string>[], issues: FieldIssue[]): TableRows {
+  const columns = new Map<string, ColumnDef>(table.columns.map((c) => [c.code, c]));
+  return rows.map((row, index) => {
+    const out: Record<string, string> = {};
+    for (const [code, raw] of Object.entries(row)) {
+      const where = `${table.code}[${index}].${code}`;
+      const column = columns.get(code);
+      if (!column) { issues.push({ field: where, code: 'unknown_field' }); continue; }
+      if (raw.trim() === '') continue;
+      const parsed = parseFieldValue(column, raw);
+      if (!parsed.ok) issues.push({ field: where, code: parsed.code, params: parsed.params });
+      else out[code] = parsed.canonical;
+    }
+    return out;
+  });
+}
+
+/**
+ * A complete record leaves no required field empty unless it carries a not-done mark, and no
+ * required column empty in any row of its tables. A draft may leave both empty (spec: "Send
+ * `status: draft` to save an incomplete form").
+ */
+export function completenessIssues(form: FormDef, content: RecordContent): FieldIssue[] {
+  const fields: FieldIssue[] = form.fields
+    .filter((f) => f.required && content.values[f.code] === undefined && content.tables[f.code] === undefined && content.notDone[f.code] === undefined)
+    .map((f) => ({ field: f.code, code: 'required' }));
+  const cells = form.fields.flatMap((f) => f.type !== 'table' ? [] : (content.tables[f.code] ?? []).flatMap((row, index) =>
+    f.columns.filter((c) => c.required && row[c.code] === undefined).map((c): FieldIssue => ({ field: `${f.code}[${index}].${c.code}`, code: 'required' }))));
+  return [...fields, ...cells];
+}
+
+/** The record's values as typed data for edit checks: numbers, booleans, option lists; tables as row arrays. */
+export function typedValues(form: FormDef, content: RecordContent): Record<string, unknown> {
+  const typed: Record<string, unknown> = {};
+  for (const field of form.fields) {
+    if (field.type === 'table') {
+      const rows = content.tables[field.code];
+      if (rows) typed[field.code] = rows.map((row) => Object.fromEntries(field.columns.filter((c) => row[c.code] !== undefined).map((c) => [c.code, typedOf(c, row[c.code])])));
+    } else if (content.values[field.code] !== undefined) {
+      typed[field.code] = typedOf(field, content.values[field.code]);
+    }
+  }
+  return typed;
+}
+
+/** The fields whose stored content differs between two versions, with old and new as audit text. */
+export function changedFields(before: RecordContent, after: RecordContent): { field: string; oldValue: string | null; newValue: string | null }[] {
+  const codes = new Set([...Object.keys(before.values), ...Object.keys(after.values), ...Object.keys(before.notDone), ...Object.keys(after.notDone), ...Object.keys(before.tables), ...Object.keys(after.tables)]);
+  const shown = (c: RecordContent, code: string): string | null =>
+    c.values[code] ?? (c.notDone[code] ? `[${c.notDone[code]}]` : c.tables[code] ? JSON.stringify(c.tables[code]) : null);
+  return [...codes].sort().flatMap((field) => {
+    const oldValue = shown(before, field);
+    const newValue = shown(after, field);
+    return oldValue === newValue ? [] : [{ field, oldValue, newValue }];
+  });
+}

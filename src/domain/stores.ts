@@ -1,0 +1,288 @@
+/**
+ * The stores the domain depends on, one per aggregate. `src/db` implements them over Knex, bound
+ * to one transaction per use case; unit tests bind in-memory fakes.
+ */
+import type { ChainedContent } from './auditChain.js';
+import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImportItem.js';
+import type { StudyDesign } from './studyDesign/types.js';
+
+export interface StudyRow {
+  id: number;
+  code: string;
+  name: string;
+  blinded: boolean;
+  consentRequired: boolean;
+  enrolmentOpen: boolean;
+  locked: boolean;
+  apiEnabled: boolean;
+  subjectFormat: string;
+  design: StudyDesign;
+  designHash: string;
+}
+
+export interface SiteRow { id: number; number: string; name: string }
+
+export interface StudySettings { apiEnabled?: boolean; enrolmentOpen?: boolean; locked?: boolean }
+
+export interface StudyStore {
+  findByCode(code: string): Promise<StudyRow | undefined>;
+  /** Writes a study with its whole design (sites, visits, forms, fields, edit checks, mapping); returns its id. */
+  insertDesign(design: StudyDesign, designHash: string): Promise<number>;
+  updateSettings(studyId: number, settings: StudySettings): Promise<void>;
+  sites(studyId: number): Promise<SiteRow[]>;
+  /** Visit and form ids by code, for writing records. */
+  designIds(studyId: number): Promise<{ visits: Map<string, number>; forms: Map<string, number> }>;
+  /** Takes the next patient number of a site atomically (a row lock held to the end of the transaction). */
+  takeNextSeq(siteId: number): Promise<number>;
+}
+
+export interface UserRow { id: number; email: string; name: string; passwordHash: string | null }
+
+export type RoleName = 'manager' | 'site_staff';
+
+export interface RoleRow {
+  id: number;
+  studyId: number;
+  userId: number;
+  role: RoleName;
+  canExport: boolean;
+  unblinded: boolean;
+  allSites: boolean;
+  /** The sites of the role: every site of the study when `allSites`. */
+  siteIds: number[];
+}
+
+export interface PeopleStore {
+  findUserByEmail(email: string): Promise<UserRow | undefined>;
+  findUserById(id: number): Promise<UserRow | undefined>;
+  insertUser(user: { email: string; name: string; passwordHash: string | null }): Promise<number>;
+  updateUser(id: number, changes: { name?: string; passwordHash?: string | null }): Promise<void>;
+  roles(studyId: number, userId: number): Promise<RoleRow[]>;
+  upsertRole(role: Omit<RoleRow, 'id'>): Promise<number>;
+  deleteRole(roleId: number): Promise<void>;
+}
+
+export interface AuditEntry {
+  studyId: number;
+  actorType: 'user' | 'api_key' | 'operator';
+  actorId: number | null;
+  author: string;
+  reason: string;
+  action: string;
+  patientId?: number | null;
+  recordId?: number | null;
+  fieldCode?: string | null;
+  oldValue?: string | null;
+  newValue?: string | null;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditStore {
+  append(entries: AuditEntry[]): Promise<void>;
+  /** A study's audit rows in id order with their chain links, for verification. */
+  chain(studyId: number): Promise<(ChainedContent & { id: number; prevHash: string | null; hash: string | null })[]>;
+}
+
+export interface ApiKeyRow {
+  id: number;
+  studyId: number;
+  name: string;
+  fingerprint: Buffer;
+  hint: string;
+  canRead: boolean;
+  canWrite: boolean;
+  canEnrol: boolean;
+  termDays: number;
+  expiresAt: Date;
+  createdBy: number;
+  createdAt: Date;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+  requestCount: number;
+  rowsRead: number;
+  siteIds: number[];
+}
+
+/** A key together with the facts about its maker that decide whether it still works. */
+export interface ApiKeyWithMaker extends ApiKeyRow {
+  studyCode: string;
+  makerName: string;
+  makerIsManager: boolean;
+  makerCanExport: boolean;
+  makerUnblinded: boolean;
+  /** The sites the maker may see now (a key never reaches further than its maker). */
+  makerSiteIds: number[];
+}
+
+export interface ApiKeyStore {
+  insert(key: Omit<ApiKeyRow, 'id' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKeyRow>;
+  findByFingerprint(fingerprint: Buffer): Promise<ApiKeyWithMaker | undefined>;
+  findById(studyId: number, id: number): Promise<ApiKeyWithMaker | undefined>;
+  list(studyId: number): Promise<ApiKeyWithMaker[]>;
+  revoke(id: number, byUserId: number): Promise<void>;
+}
+
+export interface PatientRow {
+  id: number;
+  studyId: number;
+  siteId: number;
+  subject: string;
+  sex: string;
+  birthYear: number;
+  enrolledOn: string;
+  status: string;
+  dataUseWithdrawnAt: Date | null;
+  /** The hospital identifiers linked on the first confirmed FHIR import, if any. */
+  fhirIdentity: { system?: string; value: string }[] | null;
+}
+
+export interface ConsentRow { givenOn: string | null; withdrawnOn: string | null; dataUseWithdrawn: boolean }
+
+export interface PatientStore extends PatientLookup {
+  findBySubject(studyId: number, subject: string): Promise<PatientRow | undefined>;
+  /** Inserts a patient; throws DomainError('subject_taken') when the subject exists, leaving the transaction usable. */
+  insert(patient: Omit<PatientRow, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity'>): Promise<PatientRow>;
+  subjectExists(studyId: number, subject: string): Promise<boolean>;
+  latestConsent(patientId: number): Promise<ConsentRow | undefined>;
+  insertConsent(patientId: number, consent: ConsentRow): Promise<void>;
+  markDataUseWithdrawn(patient: PatientRow): Promise<void>;
+}
+
+export interface PatientLookup {
+  /** Patients of a study by subject, with their latest consent: one query for a whole request. */
+  findBySubjects(studyId: number, subjects: string[]): Promise<(PatientRow & { consent: ConsentRow | undefined })[]>;
+}
+
+/** Where a form instance lives: one record per patient, visit occurrence and form. */
+export interface RecordKey { patientId: number; visitId: number; formId: number; instance: number }
+
+export interface StoredRecord extends RecordKey {
+  id: number;
+  status: 'complete' | 'draft';
+  values: Record<string, string>;
+  notDone: Record<string, 'ND' | 'UNK' | 'NA'>;
+  tables: Record<string, Record<string, string>[]>;
+}
+
+export interface RecordStore extends PatientRecords {
+  /** The saved records among these keys, read in one query. */
+  findByKeys(keys: RecordKey[]): Promise<StoredRecord[]>;
+  /** The record, row-locked until the end of the transaction, so concurrent updates apply one after the other. */
+  lockByKey(key: RecordKey): Promise<StoredRecord | undefined>;
+  /** Inserts unless the form instance exists (then undefined): two concurrent writers save it once. */
+  insertIfAbsent(record: Omit<StoredRecord, 'id'> & { studyId: number; siteId: number; source: string }): Promise<number | undefined>;
+  /** Replaces a record's content; its `source` stays the one of its first save. */
+  update(id: number, changes: Pick<StoredRecord, 'status' | 'values' | 'notDone' | 'tables'>): Promise<void>;
+}
+
+export interface NewQuery {
+  studyId: number;
+  recordId: number;
+  patientId: number;
+  siteId: number;
+  fieldCode: string;
+  origin: 'range' | 'edit_check' | 'manual';
+  checkCode: string | null;
+  message: string;
+  openedBy: string;
+}
+
+export interface QueryStore {
+  /** The record's automatic and manual queries not yet closed (open or answered). */
+  openForRecord(recordId: number): Promise<{ id: number; fieldCode: string; origin: string; checkCode: string | null }[]>;
+  insert(queries: NewQuery[]): Promise<number[]>;
+  close(ids: number[]): Promise<void>;
+}
+
+/** What a reading key may see: its sites, and not the forms of the unblinded team unless its maker is unblinded. */
+export interface ReadScope {
+  studyId: number;
+  siteIds: number[];
+  hiddenFormIds: number[];
+}
+
+export interface ReadFilters {
+  siteId?: number;
+  subject?: string;
+  visitId?: number;
+  formId?: number;
+  status?: string;
+}
+
+export interface PageRequest {
+  afterId: number;
+  limit: number;
+  updatedSince: string | null;
+}
+
+export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
+export interface RecordReadRow {
+  id: number; subject: string; site: string; visit: string; form: string; instance: number; status: string; source: string;
+  updatedAt: Date; values: Record<string, string>; notDone: Record<string, string>; tables: Record<string, Record<string, string>[]>;
+}
+export interface QueryReadRow {
+  id: number; subject: string; site: string; visit: string; instance: number; form: string; field: string; status: string;
+  origin: string; message: string; openedAt: Date; closedAt: Date | null; updatedAt: Date;
+}
+export interface RemovalRow { subject: string; site: string; reason: string; removedAt: Date }
+
+/** Keyset pages (ordered by id, no OFFSET) over what a key may read; each page is one indexed query. */
+export interface ReadStore {
+  patientsPage(scope: ReadScope, filters: ReadFilters, page: PageRequest): Promise<PatientReadRow[]>;
+  recordsPage(scope: ReadScope, filters: ReadFilters, page: PageRequest): Promise<RecordReadRow[]>;
+  queriesPage(scope: ReadScope, filters: ReadFilters, page: PageRequest): Promise<QueryReadRow[]>;
+  removals(scope: ReadScope, filters: ReadFilters, since: string): Promise<RemovalRow[]>;
+  /**
+   * The time from which a later incremental load must ask so it misses nothing: now, or the start
+   * of the oldest transaction still open, whichever is earlier (rows carry their transaction's start time),
+   * set back by a small margin more. Read it before the page's own query, in a read-committed transaction.
+   */
+  watermark(): Promise<Date>;
+}
+
+export interface ReadLogStore {
+  /** Logs one read and adds its rows to the key's counter, in the same transaction. */
+  logRead(entry: { keyId: number; studyId: number; operation: string; filters: Record<string, unknown>; rows: number }): Promise<void>;
+  /** The study's last `limit` reads, newest first, with the name of the key that made each. */
+  lastReads(studyId: number, limit: number): Promise<ReadLogRow[]>;
+}
+
+export interface ReadLogRow { id: number; keyId: number; keyName: string; at: Date; operation: string; filters: Record<string, unknown>; rows: number }
+
+export interface FhirImportRow {
+  id: number;
+  patientId: number;
+  number: number;
+  mode: 'review' | 'save';
+  status: 'proposed' | 'saved' | 'confirmed' | 'rejected';
+  counts: FhirImportCounts;
+  /** The hospital identifiers the file carried, linked to the patient by the first confirmed import. */
+  fhirIdentity: { system?: string; value: string }[] | null;
+}
+
+/** A stored import with its items in file order (an item's index is its `position`), and its decision. */
+export interface StoredFhirImport extends FhirImportRow {
+  studyId: number;
+  decidedAt: Date | null;
+  decidedBy: number | null;
+  items: FhirImportItem[];
+}
+
+export interface FhirImportStore {
+  /** The patient's next import number, taken under a lock on the patient so concurrent imports get distinct numbers. */
+  nextNumber(patientId: number): Promise<number>;
+  insert(row: Omit<FhirImportRow, 'id'> & { studyId: number; apiKeyId: number | null }, items: FhirImportItem[]): Promise<number>;
+  /** The patient's import of that number with its items, row-locked to the end of the transaction so that decisions on it apply one after the other. */
+  findForDecision(patientId: number, number: number): Promise<StoredFhirImport | undefined>;
+  /** Sets the state and row of items, by position. */
+  updateItems(importId: number, changes: { position: number; state: ItemState; row: number | null }[]): Promise<void>;
+  /** Records the site team's decision: the final status, when and by whom, and the counts after it. */
+  decide(importId: number, decision: { status: 'confirmed' | 'rejected'; decidedBy: number; counts: FhirImportCounts }): Promise<void>;
+  /** Links the hospital identity to the patient unless one is linked already; true when it was linked now. */
+  linkPatientIdentity(patientId: number, identity: { system?: string; value: string }[]): Promise<boolean>;
+}
+
+export interface PatientRecords {
+  /** Every saved record of a patient (the FHIR mapping compares against them). */
+  forPatient(patientId: number): Promise<StoredRecord[]>;
+}

@@ -1,0 +1,9 @@
+import { DomainError } from '../errors.js';
+import type { StudyRow, StudyStore } from '../stores.js';
+
+/** The study of that code, or `study_not_found`. */
+export async function requireStudy(studies: StudyStore, code: string): Promise<StudyRow> {
+  const study = await studies.findByCode(code);
+  if (!study) throw new DomainError('study_not_found', { study: code });
+  return study;
+}

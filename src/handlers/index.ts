@@ -1,0 +1,22 @@
+import { getApiDocs, getApiDocsAsset } from './docs.js';
+import { importFhirRecord } from './fhir.js';
+import { getOpenApi } from './meta.js';
+import { createPatient, listPatients } from './patients.js';
+import { listQueries } from './queries.js';
+import { listFormRecords, submitFormRecords } from './records.js';
+import { getStudyDesign } from './studies.js';
+import type { HandlerMap } from './types.js';
+
+/** Every operation of the spec, by operationId: a missing handler fails the build. */
+export const handlers = {
+  getStudyDesign,
+  createPatient,
+  submitFormRecords,
+  listPatients,
+  listFormRecords,
+  listQueries,
+  importFhirRecord,
+  getOpenApi,
+  getApiDocs,
+  getApiDocsAsset,
+} satisfies HandlerMap;

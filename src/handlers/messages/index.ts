@@ -1,0 +1,32 @@
+import { en } from './en.js';
+import { ru } from './ru.js';
+
+export type Lang = 'en' | 'ru';
+
+const catalogs: Record<Lang, Record<string, string>> = { en, ru };
+
+/**
+ * The language of the answer: `lang=ru|en` in the query wins, then the first of English or
+ * Russian in `Accept-Language` by preference, else English.
+ */
+export function negotiateLang(queryLang: unknown, acceptLanguage: string | undefined): Lang {
+  if (queryLang === 'ru' || queryLang === 'en') return queryLang;
+  const preferred = (acceptLanguage ?? '')
+    .split(',')
+    .map((part) => {
+      const [tag, ...attrs] = part.trim().toLowerCase().split(';');
+      const q = attrs.map((a) => a.trim()).find((a) => a.startsWith('q='));
+      return { base: tag.split('-')[0], q: q ? Number(q.slice(2)) : 1 };
+    })
+    .filter((entry) => (entry.base === 'ru' || entry.base === 'en') && entry.q > 0)
+    .sort((a, b) => b.q - a.q);
+  return (preferred[0]?.base as Lang | undefined) ?? 'en';
+}
+
+/** The text of `key` in `lang` (English when the catalogue lacks it), with `{param}` filled in. */
+export function translate(lang: Lang, key: string, params: Record<string, unknown> = {}): string {
+  const template = catalogs[lang][key] ?? en[key] ?? key;
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) =>
+    params[name] === undefined ? whole : Array.isArray(params[name]) ? (params[name] as unknown[]).join(', ') : String(params[name]),
+  );
+}

@@ -1,0 +1,46 @@
+import type { components } from '../../../generated/openapi.js';
+import type { Page } from '../../domain/reads/readPage.js';
+import type { PatientReadRow, QueryReadRow, RecordReadRow } from '../../domain/stores.js';
+
+type Wire = components['schemas'];
+
+/** The paging members every read page carries. Read calls never return e-mail, PIN, date of birth, initials or birth year. */
+function pageTail<Row extends { id: number }>(page: Page<Row>) {
+  return {
+    next: page.next,
+    watermark: page.watermark,
+    removed: page.removed.map((r) => ({ subject: r.subject, site: r.site, reason: r.reason as 'consent_withdrawn', removed_at: r.removedAt.toISOString() })),
+  };
+}
+
+export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'] {
+  return {
+    patients: page.rows.map((p) => ({
+      subject: p.subject, site: p.site, sex: p.sex as Wire['PatientRead']['sex'], enrolled_on: p.enrolledOn,
+      status: p.status as Wire['PatientRead']['status'], updated_at: p.updatedAt.toISOString(),
+    })),
+    ...pageTail(page),
+  };
+}
+
+export function toRecordPageDto(page: Page<RecordReadRow>): Wire['RecordPage'] {
+  return {
+    records: page.rows.map((r) => ({
+      id: r.id, subject: r.subject, site: r.site, visit: r.visit, form: r.form, instance: r.instance,
+      status: r.status as Wire['RecordRead']['status'], source: r.source as Wire['RecordRead']['source'],
+      updated_at: r.updatedAt.toISOString(), values: r.values, not_done: r.notDone as Wire['RecordRead']['not_done'], tables: r.tables,
+    })),
+    ...pageTail(page),
+  };
+}
+
+export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
+  return {
+    queries: page.rows.map((q) => ({
+      id: q.id, subject: q.subject, site: q.site, visit: q.visit, instance: q.instance, form: q.form, field: q.field,
+      status: q.status as Wire['QueryRead']['status'], origin: q.origin as Wire['QueryRead']['origin'], message: q.message,
+      opened_at: q.openedAt.toISOString(), closed_at: q.closedAt ? q.closedAt.toISOString() : null, updated_at: q.updatedAt.toISOString(),
+    })),
+    ...pageTail(page),
+  };
+}

@@ -1,0 +1,26 @@
+import type { Config } from '../config.js';
+import type { Database } from '../db/knex.js';
+import type { RateLimiter } from '../db/rateLimits.js';
+import type { KeyContext } from '../domain/apiKeys/keyContext.js';
+import type { StudyRow } from '../domain/stores.js';
+import type { Lang } from './messages/index.js';
+
+/** What the service holds for its whole life: built once at start-up by the composition root. */
+export interface Services {
+  config: Config;
+  db: Database;
+  rateLimiter: RateLimiter;
+  /** The contract as written in spec/openapi.yaml, served unchanged at /api/v1/openapi.json. */
+  spec: Record<string, unknown>;
+}
+
+/** What one request carries through the middleware and handlers (`ctx.state`). */
+export interface RequestState {
+  services: Services;
+  requestId: string;
+  lang: Lang;
+  /** The authenticated API key, once the security handler has accepted it. */
+  key?: KeyContext;
+  /** The key's study, once access to it was checked. */
+  study?: StudyRow;
+}

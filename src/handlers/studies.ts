@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+import { designForKey } from '../domain/studies/designForKey.js';
+import { createStores } from '../db/stores.js';
+import { toStudyDesignDto } from './presenters/studyDesign.js';
+import { authenticated } from './authenticated.js';
+import type { OperationHandler } from './types.js';
+
+/** GET /studies/{study_code}: the design as the key may see it, with an ETag for cheap polling. */
+export const getStudyDesign: OperationHandler<'getStudyDesign'> = async (c, ctx) => {
+  const { key, study, services } = authenticated(ctx);
+  const sites = await createStores(services.db.knex).studies.sites(study.id);
+  const body = toStudyDesignDto(study, designForKey(study, sites, key));
+  const etag = `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 32)}"`;
+  const headers = { ETag: etag, 'Cache-Control': 'private, no-cache' };
+  const ifNoneMatch = c.request.headers['if-none-match'] as string | string[] | undefined;
+  const presented = (Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
+  if (presented.includes(etag) || presented.includes('*')) return { status: 304, body: undefined, headers };
+  return { status: 200, body, headers };
+};

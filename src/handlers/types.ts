@@ -1,0 +1,24 @@
+import type { Context } from 'openapi-backend';
+import type { ParameterizedContext } from 'koa';
+import type { operations } from '../../generated/openapi.js';
+import type { RequestState } from './requestState.js';
+
+export type OperationId = keyof operations;
+type Op<K extends OperationId> = operations[K];
+type BodyOf<R> = R extends { content: infer C } ? (C extends Record<string, unknown> ? C[keyof C] : undefined) : undefined;
+type RequestBodyOf<K extends OperationId> =
+  NonNullable<Op<K>['requestBody']> extends { content: infer C } ? (C extends Record<string, unknown> ? C[keyof C] : never) : never;
+
+/** One variant per declared status: an undeclared status or a wrong body does not compile. */
+export type Reply<K extends OperationId> = {
+  [S in keyof Op<K>['responses']]: { status: S; body: BodyOf<Op<K>['responses'][S]>; headers?: Record<string, string> };
+}[keyof Op<K>['responses']];
+
+export type KoaContext = ParameterizedContext<RequestState>;
+
+export type OperationHandler<K extends OperationId> = (
+  c: Context<RequestBodyOf<K>, NonNullable<Op<K>['parameters']['path']>, NonNullable<Op<K>['parameters']['query']>>,
+  ctx: KoaContext,
+) => Promise<Reply<K>>;
+
+export type HandlerMap = { [K in OperationId]: OperationHandler<K> };

@@ -1,0 +1,30 @@
+import { translate, type Lang } from '../../handlers/messages/index.js';
+import { en } from './en.js';
+import { ru } from './ru.js';
+
+/**
+ * The portal's own texts (labels, headings, notices), English and Russian. They live apart from the
+ * API's catalogue in src/handlers/messages, which keeps the texts a client of the API reads; the
+ * refusals the domain gives (`<code>.detail`) are taken from there, so each is worded once.
+ */
+const catalogs: Record<Lang, Record<string, string>> = { en, ru };
+
+export function portalText(lang: Lang, key: string, params: Record<string, unknown> = {}): string {
+  const template = catalogs[lang][key] ?? en[key];
+  if (template === undefined) return translate(lang, key, params);
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (params[name] === undefined ? whole : String(params[name])));
+}
+
+/** The heading of an error page: the portal's own wording, else the API's title of that code. */
+export function errorTitle(lang: Lang, code: string): string {
+  if (en[`error.${code}.title`] !== undefined) return portalText(lang, `error.${code}.title`);
+  const shared = translate(lang, `${code}.title`);
+  return shared === `${code}.title` ? portalText(lang, 'error.refused.title') : shared;
+}
+
+/** The explanation on an error page: the portal's own wording, else the domain's refusal text. */
+export function errorDetail(lang: Lang, code: string, params: Record<string, unknown>): string {
+  return portalText(lang, en[`error.${code}.detail`] !== undefined ? `error.${code}.detail` : `${code}.detail`, params);
+}
+
+export const PORTAL_CATALOGS = catalogs;

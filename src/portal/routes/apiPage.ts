@@ -1,0 +1,106 @@
+import type Router from '@koa/router';
+import type { Actor } from '../../domain/actor.js';
+import { createApiKey, KEY_TERMS } from '../../domain/apiKeys/createApiKey.js';
+import { listApiKeys } from '../../domain/apiKeys/listApiKeys.js';
+import { listReads } from '../../domain/apiKeys/listReads.js';
+import { revokeApiKey } from '../../domain/apiKeys/revokeApiKey.js';
+import { isDomainError } from '../../domain/errors.js';
+import { requireManager, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
+import { changeStudySettings } from '../../domain/studies/studySettings.js';
+import { createStores, inTransaction } from '../../db/stores.js';
+import { statusOf } from '../../handlers/problem.js';
+import type { Services } from '../../handlers/requestState.js';
+import { formFields } from '../formBody.js';
+import { errorDetail } from '../messages/index.js';
+import type { PortalContext, PortalState } from '../portalState.js';
+import { renderPage } from '../render.js';
+import { person, signedIn } from '../signedIn.js';
+
+/** The last reads listed at the bottom of the page (interface description, "Audit and read log" 3). */
+const READS_SHOWN = 50;
+
+/** What the create form holds, so a refused form comes back filled in as the person left it. */
+interface KeyForm { name: string; read: boolean; write: boolean; enrol: boolean; sites: string[]; term: number }
+
+const EMPTY_FORM: KeyForm = { name: '', read: false, write: true, enrol: false, sites: [], term: 90 };
+
+function keyFormOf(body: Record<string, unknown>): KeyForm {
+  const sites = body.sites === undefined ? [] : ([] as unknown[]).concat(body.sites).map(String);
+  return { name: String(body.name ?? ''), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
+}
+
+function portalActor(ctx: PortalContext): Actor {
+  const user = person(ctx);
+  return { kind: 'user', userId: user.id, name: user.name, via: 'portal' };
+}
+
+/** The study's API page for its managers (issue 7, point 2): keys, the API switch and the last reads. */
+export function apiPageRoutes(router: Router<PortalState>, services: Services): void {
+  const knex = services.db.knex;
+
+  async function managerAccess(ctx: PortalContext): Promise<StaffAccess> {
+    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    requireManager(access);
+    return access;
+  }
+
+  async function showPage(ctx: PortalContext, access: StaffAccess, extra: { form?: KeyForm; error?: string } = {}, status = 200) {
+    const stores = createStores(knex);
+    const [keys, reads, sites] = await Promise.all([
+      listApiKeys(stores, access.study.code),
+      listReads(stores, access.study.code, READS_SHOWN),
+      stores.studies.sites(access.study.id),
+    ]);
+    const form = extra.form ?? { ...EMPTY_FORM, read: access.canExport, sites: sites.filter((s) => access.managerSiteIds.includes(s.id)).map((s) => s.number) };
+    renderPage(ctx, 'apiPage', {
+      title: 'api.title', study: access.study, access, keys, reads, terms: KEY_TERMS,
+      sites: sites.filter((s) => access.managerSiteIds.includes(s.id)), form, error: extra.error ?? null,
+      // The notice after a revocation names the key only when it is revoked indeed: a crafted link cannot say otherwise.
+      revoked: keys.find((k) => String(k.id) === ctx.query.revoked && k.state === 'revoked')?.id ?? null,
+    }, status);
+  }
+
+  router.get('/p/:study/api', signedIn, async (ctx) => {
+    await showPage(ctx, await managerAccess(ctx));
+  });
+
+  router.post('/p/:study/api/keys', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const form = keyFormOf(formFields(ctx));
+    try {
+      const made = await inTransaction(knex, (stores) => createApiKey(stores, {
+        study: access.study.code, by: person(ctx).email, name: form.name, canRead: form.read, canWrite: form.write, canEnrol: form.enrol,
+        sites: form.sites, termDays: form.term, via: 'portal',
+      }));
+      // The value is on this one page and nowhere else: it is not stored, and the page is not cached (Cache-Control: no-store).
+      renderPage(ctx, 'keyCreated', { title: 'keyCreated.title', study: access.study, access, made, name: form.name.trim() }, 201);
+    } catch (error) {
+      if (!isDomainError(error) || statusOf(error.code) >= 500) throw error;
+      await showPage(ctx, access, { form, error: errorDetail(ctx.state.lang, error.code, error.params) }, statusOf(error.code));
+    }
+  });
+
+  router.get('/p/:study/api/keys/:id/revoke', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const key = (await listApiKeys(createStores(knex), access.study.code)).find((k) => String(k.id) === ctx.params.id);
+    renderPage(ctx, 'revokeKey', { title: 'revoke.title', study: access.study, access, key: key ?? null }, key ? 200 : 404);
+  });
+
+  router.post('/p/:study/api/keys/:id/revoke', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const keyId = Number(ctx.params.id);
+    await inTransaction(knex, (stores) => revokeApiKey(stores, { study: access.study.code, keyId: Number.isInteger(keyId) ? keyId : -1, by: person(ctx).email, via: 'portal' }));
+    ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/api?revoked=${keyId}`);
+    ctx.status = 303;
+  });
+
+  router.post('/p/:study/api/switch', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const wanted = formFields(ctx).api;
+    if (wanted === 'on' || wanted === 'off') {
+      await inTransaction(knex, (stores) => changeStudySettings(stores, portalActor(ctx), access.study.code, { apiEnabled: wanted === 'on' }));
+    }
+    ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/api`);
+    ctx.status = 303;
+  });
+}

@@ -1,0 +1,24 @@
+import type Router from '@koa/router';
+import { sitePatients } from '../../domain/patients/sitePatients.js';
+import { staffAccess } from '../../domain/people/staffAccess.js';
+import { staffStudies } from '../../domain/people/staffStudies.js';
+import { createStores } from '../../db/stores.js';
+import type { Services } from '../../handlers/requestState.js';
+import type { PortalState } from '../portalState.js';
+import { renderPage } from '../render.js';
+import { person, signedIn } from '../signedIn.js';
+
+/** The start page (the person's studies) and a study's page (the patients of the person's sites). */
+export function homeRoutes(router: Router<PortalState>, services: Services): void {
+  router.get('/portal', signedIn, async (ctx) => {
+    const studies = await staffStudies(createStores(services.db.knex), person(ctx).id);
+    renderPage(ctx, 'home', { title: 'home.title', studies });
+  });
+
+  router.get('/p/:study', signedIn, async (ctx) => {
+    const stores = createStores(services.db.knex);
+    const access = await staffAccess(stores, person(ctx).id, ctx.params.study);
+    const sites = (await stores.studies.sites(access.study.id)).filter((s) => access.siteIds.includes(s.id));
+    renderPage(ctx, 'study', { title: 'study.title', study: access.study, access, sites, patients: await sitePatients(stores, access) });
+  });
+}

@@ -1,0 +1,31 @@
+import type { Next } from 'koa';
+import type { UserRow } from '../domain/stores.js';
+import type { PortalContext } from './portalState.js';
+
+export const SIGN_IN_PATH = '/portal/sign-in';
+
+/** Where a person goes after signing in: only an address of the portal itself, never another site. */
+export function safeNext(next: unknown): string {
+  if (typeof next !== 'string' || !/^\/(p|portal)(\/|$)/.test(next) || /[\\\s]/.test(next)) return '/portal';
+  return next;
+}
+
+/**
+ * Guards every page but the sign-in form: a visitor who is not signed in is sent to sign in, with
+ * the page asked for kept as `next`; no data is read before this passes.
+ */
+export async function signedIn(ctx: PortalContext, next: Next): Promise<void> {
+  if (!ctx.state.user) {
+    const back = ctx.method === 'GET' ? ctx.originalUrl : ctx.path;
+    ctx.redirect(`${SIGN_IN_PATH}?next=${encodeURIComponent(safeNext(back))}`);
+    ctx.status = 303;
+    return;
+  }
+  await next();
+}
+
+/** The signed-in person; only reached behind `signedIn`. */
+export function person(ctx: PortalContext): UserRow {
+  if (!ctx.state.user) throw new Error('portal page reached without a signed-in person');
+  return ctx.state.user;
+}

@@ -1,0 +1,361 @@
+import { request } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
+import { inTransaction } from '../../src/db/stores.js';
+import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { assertMatchesSpec } from '../helpers/specValidation.js';
+import { CASES, type PatientCase } from '../helpers/syntheaCases.js';
+import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase } from '../helpers/testDatabase.js';
+
+/**
+ * The FHIR call (importFhirRecord) through real HTTP on the Synthea and HL7 fixtures: what each patient's
+ * file proposes, save mode and what it writes, and every refusal, each of which keeps nothing.
+ */
+
+type Item = Record<string, any>;
+
+const FIXTURES = 'test/fixtures/fhir/';
+const synthea = (file: string): Buffer => readFileSync(`${FIXTURES}synthea/${file}`);
+const hl7 = (file: string): Record<string, any> => JSON.parse(readFileSync(`${FIXTURES}hl7-examples/${file}`, 'utf8'));
+const BUSTER = 'smart-buster-hoeger-235kb.json';
+const FLETCHER = 'smart-fletcher-hyatt-3794kb.json';
+
+/** Buster Hoeger's bundle with one change to its parsed JSON. */
+function busterWith(change: (bundle: Record<string, any>) => void): string {
+  const bundle = JSON.parse(synthea(BUSTER).toString('utf8'));
+  change(bundle);
+  return JSON.stringify(bundle);
+}
+
+const placed = (items: Item[]) => items.filter((i) => i.state !== 'skipped' && i.form !== 'mh' && i.form !== 'cm');
+const place = (i: Item) => [i.visit, i.form, i.field, i.resource, i.value];
+
+/** What every import answer must satisfy: counts equal to its items by state. */
+function expectCountsOfItems(body: { counts: Record<string, number>; items: Item[] }): void {
+  const by = (state: string) => body.items.filter((i) => i.state === state).length;
+  expect(body.counts).to.deep.equal({
+    values: body.items.length - by('skipped'), conflicts: by('conflict'), same: by('same'), skipped: by('skipped'), saved: by('saved'),
+  });
+}
+
+describe('importFhirRecord', function () {
+  // The largest fixtures take a second or two each to validate and map.
+  this.timeout(120_000);
+  let app: TestApp;
+  let world: StudyWorld;
+  let site2Key: string;
+
+  before(async () => {
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex);
+    site2Key = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Clinic 02', sites: ['02'] })).key;
+  });
+  after(() => app.close());
+
+  async function enrol(sex: string, birthYear: number, enrolledOn: string, options: { site?: string; consent?: boolean } = {}): Promise<string> {
+    const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
+      key: world.key, body: { site: options.site ?? '01', sex, birth_year: birthYear, enrolled_on: enrolledOn },
+    });
+    expect(res.status).to.equal(201);
+    if (options.consent !== false) await giveConsent(app.db.knex, world.code, res.body.subject, '1900-01-01');
+    return res.body.subject;
+  }
+
+  function send(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string } = {}): Promise<Reply> {
+    const query = new URLSearchParams({ subject, ...(options.mode ? { mode: options.mode } : {}), ...(options.lang ? { lang: options.lang } : {}) });
+    return app.call('POST', `/api/v1/studies/${world.code}/fhir?${query}`, {
+      key: options.key ?? world.key, raw: body, contentType: options.contentType ?? 'application/fhir+json',
+    });
+  }
+
+  /** The rows a FHIR call could leave behind. */
+  async function footprint(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const table of ['fhir_imports', 'fhir_import_items', 'records', 'audit_events', 'queries']) {
+      counts[table] = Number((await app.db.knex(table).count('* as n').first())!.n);
+    }
+    return counts;
+  }
+
+  async function savedRecord(subject: string, visit: string, form: string): Promise<Record<string, any> | undefined> {
+    return app.db.knex('records as r')
+      .join('patients as p', 'p.id', 'r.patient_id').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
+      .where({ 'p.subject': subject, 'v.code': visit, 'f.code': form }).first('r.*');
+  }
+
+  describe('review mode on each Synthea patient', () => {
+    /** Imports a fixture case in review mode and checks what it proposes and that nothing is saved. */
+    async function reviewCase(c: PatientCase): Promise<Reply> {
+      const subject = await enrol(c.sex, c.birthYear, c.enrolledOn);
+      const res = await send(subject, synthea(c.file));
+      expect(res.status).to.equal(201);
+      expect(res.body).to.include({ import: `${world.code}-${subject}-1`, number: 1, subject, status: 'proposed', mode: 'review' });
+      expect(res.body.review_url).to.equal(`http://sdx.test/p/${world.code}/s/${subject}/fhir/1`);
+      expectCountsOfItems(res.body);
+      expect(res.body.counts.saved).to.equal(0);
+      expect(placed(res.body.items).map(place)).to.have.deep.members(c.placed);
+      for (const item of placed(res.body.items)) expect(item).to.include({ state: 'new', saved_value: null, instance: 1, row: null });
+      const unconvertible = res.body.items.filter((i: Item) => i.reason === 'unit_not_convertible');
+      expect(unconvertible.map((i: Item) => [i.visit, i.form, i.field, i.resource])).to.have.deep.members(c.unconvertible ?? []);
+      expect(res.body.items.filter((i: Item) => i.reason === 'not_chosen').map((i: Item) => i.resource)).to.have.members(c.notChosen ?? []);
+
+      const patient = await app.db.knex('patients').where({ subject }).first();
+      expect(await app.db.knex('records').where({ patient_id: patient.id })).to.deep.equal([]);
+      const stored = await app.db.knex('fhir_imports').where({ patient_id: patient.id });
+      expect(stored).to.have.length(1);
+      expect(stored[0]).to.include({ number: 1, status: 'proposed', mode: 'review', decided_at: null, decided_by: null });
+      expect(stored[0].counts).to.deep.equal(res.body.counts);
+      const items = await app.db.knex('fhir_import_items').where({ import_id: stored[0].id }).orderBy('position');
+      expect(items.map((i) => [i.resource, i.field_code, i.value, i.state])).to.deep.equal(res.body.items.map((i: Item) => [i.resource, i.field, i.value, i.state]));
+      return res;
+    }
+
+    for (const c of CASES.filter((c) => c.file !== FLETCHER)) {
+      it(`${c.file}, enrolled on ${c.enrolledOn}: proposes its vital signs and laboratory values, saves nothing`, () => reviewCase(c));
+    }
+
+    it(`${FLETCHER}, the largest fixture (3.8 MB), within the 5 MB limit: proposes its values with converted units and visits`, async () => {
+      expect(synthea(FLETCHER).length).to.be.within(3.7 * 1024 * 1024, 5 * 1024 * 1024);
+      const res = await reviewCase(CASES.find((c) => c.file === FLETCHER)!);
+      const byField = (visit: string, field: string) => res.body.items.find((i: Item) => i.visit === visit && i.field === field && i.state === 'new');
+      // Synthea gives laboratory values in mg/dL; the demo's fields are in mmol/L and µmol/L.
+      expect(byField('screening', 'glucose')).to.deep.include({ value: '4', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
+      expect(byField('screening', 'creat')).to.deep.include({ value: '281', unit: 'umol/L', original: { value: '3.1740908998168385', unit: 'mg/dL' } });
+      expect(byField('baseline', 'sbp')).to.deep.include({ value: '181', unit: 'mm[Hg]', form: 'vs', original: { value: '181.19325249978746', unit: 'mm[Hg]' } });
+      expect(byField('baseline', 'vsdate')).to.deep.include({ value: '1992-12-05', unit: null, form: 'vs' });
+      expect(byField('baseline', 'hgb')).to.deep.include({ value: '15.9', unit: 'g/dL', form: 'lab_hem' });
+    });
+
+    it('numbers a patient’s imports 1, 2, … and answers in Russian with lang=ru', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      expect((await send(subject, synthea(BUSTER))).body.number).to.equal(1);
+      const second = await send(subject, synthea(BUSTER), { lang: 'ru' });
+      expect(second.status).to.equal(201);
+      expect(second.body).to.include({ number: 2, import: `${world.code}-${subject}-2`, review_url: `http://sdx.test/p/${world.code}/s/${subject}/fhir/2` });
+    });
+  });
+
+  describe('save mode', () => {
+    let subject: string;
+    let saved: Reply;
+    before(async () => {
+      subject = await enrol('male', 1988, '2016-12-28');
+      saved = await send(subject, synthea(BUSTER), { mode: 'save' });
+    });
+
+    it('saves every new value and record at once (201, saved) through the records path, for the key’s maker', async () => {
+      expect(saved.status).to.equal(201);
+      expect(saved.body).to.include({ number: 1, status: 'saved', mode: 'save' });
+      expectCountsOfItems(saved.body);
+      const values = saved.body.items.filter((i: Item) => i.state !== 'skipped');
+      expect(values.every((i: Item) => i.state === 'saved')).to.equal(true);
+      expect(saved.body.counts).to.include({ saved: values.length, conflicts: 0, same: 0 });
+      const vs = await savedRecord(subject, 'screening', 'vs');
+      expect(vs).to.include({ status: 'draft', source: 'fhir' });
+      // The measurement date came with the values, so the rejecting edit check vsdate_with_values passed.
+      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
+      expect((await savedRecord(subject, 'screening', 'lab_hem'))!.values).to.deep.equal({ hgb: '15.5', wbc: '5.98', plt: '284', hct: '35.5' });
+      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81' });
+      expect((await savedRecord(subject, 'screening', 'mh'))!.tables.conditions).to.deep.equal([
+        { term: 'Chronic sinusitis (disorder)', code: '40055000', onset: '1994-09-02', ongoing: 'yes' },
+        { term: 'Viral sinusitis (disorder)', code: '444814009', onset: '2011-10-04', ongoing: 'no' },
+      ]);
+      const trail = await app.db.knex('audit_events').where({ action: 'record.value_set', record_id: vs!.id }).orderBy('field_code');
+      expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81']]);
+      for (const row of trail) {
+        expect(row).to.include({ actor_type: 'user', author: 'Manager DEMO', reason: 'Saved from a FHIR record sent through the API key "Test system"' });
+      }
+      const importRow = await app.db.knex('audit_events').where({ action: 'fhir.import_saved' }).first();
+      expect(importRow).to.include({ actor_type: 'api_key', author: 'Test system (API)' });
+    });
+
+    it('then gives `same` in review mode for everything it saved, and saves nothing more', async () => {
+      const before = await footprint();
+      const again = await send(subject, synthea(BUSTER));
+      expect(again.status).to.equal(201);
+      expect(again.body).to.include({ number: 2, status: 'proposed' });
+      expectCountsOfItems(again.body);
+      const states = (body: { items: Item[] }) => body.items.map((i: Item) => (i.state === 'saved' ? 'same' : i.state));
+      expect(states(again.body)).to.deep.equal(states(saved.body));
+      expect(again.body.counts).to.include({ same: saved.body.counts.saved, conflicts: 0, saved: 0 });
+      const after = await footprint();
+      expect(after).to.deep.equal({ ...before, fhir_imports: before.fhir_imports + 1, fhir_import_items: before.fhir_import_items + again.body.items.length, audit_events: before.audit_events + 1 });
+    });
+
+    it('never saves a value that would change a saved one: it stays a conflict in a proposed import', async () => {
+      const changed = busterWith((bundle) => {
+        const bp = bundle.entry.find((e: Item) => e.resource.id === '13bfaf3c-434f-4e12-839a-5ee9cfd30dd8').resource;
+        bp.component.find((c: Item) => c.code.coding[0].code === '8480-6').valueQuantity.value = 150.2;
+      });
+      for (const mode of ['save', 'review'] as const) {
+        const res = await send(subject, changed, { mode });
+        expect(res.status).to.equal(201);
+        expect(res.body).to.include({ status: 'proposed', mode });
+        const sbp = res.body.items.find((i: Item) => i.field === 'sbp' && i.state !== 'skipped');
+        expect(sbp).to.include({ state: 'conflict', value: '150', saved_value: '136', visit: 'screening' });
+        expect(res.body.counts).to.include({ conflicts: 1, saved: 0 });
+        expectCountsOfItems(res.body);
+        expect((await savedRecord(subject, 'screening', 'vs'))!.values.sbp).to.equal('136');
+      }
+      expect(await app.db.knex('audit_events').where({ action: 'record.value_changed' })).to.deep.equal([]);
+    });
+  });
+
+  describe('bodies', () => {
+    const ndjson = ['patient-example.json', 'observation-example-body-height.json', 'observation-example-heart-rate.json', 'observation-example-respiratory-rate.json']
+      .map((f) => JSON.stringify(hl7(f))).join('\n');
+
+    for (const contentType of ['application/fhir+ndjson', 'application/x-ndjson']) {
+      it(`takes NDJSON as ${contentType}`, async () => {
+        // The HL7 examples were measured on 1999-07-02: day −14, screening, when enrolled on 1999-07-16.
+        const subject = await enrol('male', 1974, '1999-07-16');
+        const res = await send(subject, `${ndjson}\n\n`, { contentType });
+        expect(res.status).to.equal(201);
+        expect(placed(res.body.items).map(place)).to.deep.equal([
+          ['screening', 'dm', 'height', 'Observation/body-height', '169.9'],
+          ['screening', 'vs', 'hr', 'Observation/heart-rate', '44'],
+          ['screening', 'vs', 'vsdate', 'Observation/heart-rate', '1999-07-02'],
+          ['screening', 'vs', 'rr', 'Observation/respiratory-rate', '26'],
+        ]);
+        expectCountsOfItems(res.body);
+      });
+    }
+
+    for (const contentType of ['application/fhir+json', 'application/json']) {
+      it(`takes a single resource as ${contentType}`, async () => {
+        const subject = await enrol('female', 1970, '2026-03-09');
+        const observation = {
+          resourceType: 'Observation', id: 'hr-20260309', status: 'final', subject: { reference: 'Patient/p-7f3a' },
+          code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
+          effectiveDateTime: '2026-03-09T09:40:00+03:00', valueQuantity: { value: 76, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+        };
+        const res = await send(subject, JSON.stringify(observation), { contentType });
+        expect(res.status).to.equal(201);
+        expect(res.body.items.map((i: Item) => [i.resource, i.visit, i.form, i.field, i.value, i.state])).to.deep.equal([
+          ['Observation/hr-20260309', 'baseline', 'vs', 'hr', '76', 'new'],
+          ['Observation/hr-20260309', 'baseline', 'vs', 'vsdate', '2026-03-09', 'new'],
+        ]);
+        expect(res.body.counts).to.deep.equal({ values: 2, conflicts: 0, same: 0, skipped: 0, saved: 0 });
+      });
+    }
+  });
+
+  describe('refusals keep nothing', () => {
+    let buster: string;
+    let female: string;
+    let noConsent: string;
+    let atSite2: string;
+    before(async () => {
+      buster = await enrol('male', 1988, '2016-12-28');
+      female = await enrol('female', 1988, '2016-12-28');
+      noConsent = await enrol('male', 1988, '2016-12-28', { consent: false });
+      atSite2 = await enrol('male', 1988, '2016-12-28', { site: '02' });
+    });
+
+    const merged = () => {
+      const a = JSON.parse(synthea(BUSTER).toString('utf8'));
+      const b = JSON.parse(synthea('smart-edward-gulgowski-284kb.json').toString('utf8'));
+      return JSON.stringify({ ...a, entry: [...a.entry, ...b.entry] });
+    };
+    const cases: { name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; status: number; code: string; detail?: RegExp }[] = [
+      {
+        name: 'a file whose Observation refers to another patient',
+        subject: () => buster,
+        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Observation').resource.subject = { reference: 'Patient/someone-else' }; }),
+        status: 422, code: 'fhir_other_patient', detail: /refers to Patient\/someone-else/,
+      },
+      { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
+      { name: 'JSON that is not a resource', subject: () => buster, body: () => '{"hello": 1}', status: 422, code: 'fhir_not_fhir' },
+      { name: 'a JSON array', subject: () => buster, body: () => '[{"resourceType": "Patient"}]', status: 422, code: 'fhir_not_fhir' },
+      { name: 'text that is not JSON', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', status: 422, code: 'fhir_not_fhir' },
+      { name: 'NDJSON with a line that is not JSON', subject: () => buster, body: () => '{"resourceType":"Basic"}\nnot json', contentType: 'application/fhir+ndjson', status: 422, code: 'fhir_not_fhir', detail: /line 2/ },
+      {
+        name: 'a resource that is not valid R4', subject: () => buster,
+        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').resource.gender = 'mal'; }),
+        status: 422, code: 'fhir_not_fhir',
+      },
+      { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /gender is male/ },
+      {
+        name: 'a Patient whose birth year contradicts the enrolment', subject: () => buster,
+        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').resource.birthDate = '1989-03-16'; }),
+        status: 422, code: 'fhir_identity_mismatch', detail: /born in 1989/,
+      },
+      { name: 'an unknown subject', subject: () => '99-999', body: () => synthea(BUSTER), status: 422, code: 'unknown_subject' },
+      { name: 'a patient of a site the key does not have', subject: () => buster, key: () => site2Key, body: () => synthea(BUSTER), status: 422, code: 'unknown_subject' },
+      { name: 'a patient without consent', subject: () => noConsent, body: () => synthea(BUSTER), status: 422, code: 'consent_missing' },
+      {
+        name: 'a body over 5 MB (by its Content-Length)', subject: () => buster,
+        // Valid FHIR JSON of the right patient, padded with blanks to one byte over the limit.
+        body: () => { const file = synthea(BUSTER); return Buffer.concat([file, Buffer.alloc(5 * 1024 * 1024 + 1 - file.length, ' ')]); },
+        status: 413, code: 'payload_too_large',
+      },
+      { name: 'FHIR XML', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', contentType: 'application/fhir+xml', status: 415, code: 'unsupported_media_type' },
+    ];
+    for (const c of cases) {
+      it(`refuses ${c.name} with ${c.status} ${c.code}`, async () => {
+        const before = await footprint();
+        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.() });
+        expect(res.status).to.equal(c.status);
+        expect(res.body).to.include({ code: c.code, status: c.status });
+        if (c.detail) expect(res.body.detail).to.match(c.detail);
+        expect(await footprint()).to.deep.equal(before);
+      });
+    }
+
+    it('the key of site 02 imports its own patient, which proves the refusal above was about the site', async () => {
+      const res = await send(atSite2, synthea(BUSTER), { key: site2Key });
+      expect(res.status).to.equal(201);
+    });
+
+    for (const [contentType, opening] of [['application/fhir+json', '{"resourceType": "Bundle", "type": "collection", "entry": []'], ['application/fhir+ndjson', '{"resourceType": "Basic"}\n']]) {
+      it(`refuses a chunked ${contentType} body over 5 MB sent without Content-Length with 413 (koa-body’s limit), keeping nothing`, async () => {
+        const before = await footprint();
+        const url = new URL(`${app.baseUrl}/api/v1/studies/${world.code}/fhir?subject=${buster}`);
+        const answer = await new Promise<{ status: number; type: string; body: Record<string, unknown>; length: string | undefined }>((resolve, reject) => {
+          const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${world.key}`, 'content-type': contentType, 'transfer-encoding': 'chunked' } }, (res) => {
+            let text = '';
+            res.on('data', (chunk) => { text += chunk; });
+            res.on('end', () => resolve({
+              status: res.statusCode!, type: res.headers['content-type'] ?? '', body: JSON.parse(text), length: req.getHeader('content-length') as string | undefined,
+            }));
+          });
+          req.on('error', reject);
+          const chunk = Buffer.alloc(1024 * 1024, ' ');
+          let sent = 0;
+          req.write(opening);
+          const pump = () => {
+            while (sent < 6) {
+              sent += 1;
+              if (!req.write(chunk)) { req.once('drain', pump); return; }
+            }
+            req.end(contentType === 'application/fhir+json' ? '}' : '');
+          };
+          pump();
+        });
+        expect(answer.length).to.equal(undefined);
+        await assertMatchesSpec('importFhirRecord', answer.status, answer.type, answer.body);
+        expect(answer.status).to.equal(413);
+        expect(answer.body).to.include({ code: 'payload_too_large', status: 413 });
+        expect(await footprint()).to.deep.equal(before);
+      });
+    }
+
+    it('refuses both modes in a locked study with 423, keeping nothing', async () => {
+      await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { locked: true }));
+      try {
+        const before = await footprint();
+        for (const mode of ['review', 'save'] as const) {
+          const res = await send(buster, synthea(BUSTER), { mode });
+          expect(res.status).to.equal(423);
+          expect(res.body.code).to.equal('study_locked');
+        }
+        expect(await footprint()).to.deep.equal(before);
+      } finally {
+        await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { locked: false }));
+      }
+    });
+  });
+});

@@ -1,0 +1,132 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { startContractProxy, type ContractProxy } from '../helpers/contractProxy.js';
+import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { startFhirServer, type FhirServer } from '../helpers/fhirServer.js';
+import { CASES, type PatientCase } from '../helpers/syntheaCases.js';
+import { startTestApp, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase, testEnv } from '../helpers/testDatabase.js';
+
+const run = promisify(execFile);
+const SYNTHEA = 'test/fixtures/fhir/synthea';
+
+/** The Synthea patient's id on the FHIR server: the id of the Patient resource in the file. */
+const patientIds: Record<string, string> = {
+  'smart-emery-purdy-897kb.json': 'efe58fa2-c6df-4a71-8e37-06c5e4f1e2b8',
+  'smart-buster-hoeger-235kb.json': 'e4531916-b162-4f4b-90c2-ce37e132b8d4',
+};
+
+/** Runs `sdx fhir push … --json` as a child process; the one JSON object it prints, and its exit code. */
+async function push(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ out: any; code: number }> {
+  const result = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', 'fhir', 'push', ...args, '--json'], { env: { ...process.env, ...testEnv, ...env } })
+    .then((r) => ({ stdout: r.stdout, code: 0 }), (e: { stdout: string; code: number }) => ({ stdout: e.stdout, code: e.code }));
+  const lines = String(result.stdout).trim().split('\n');
+  expect(lines, `sdx fhir push prints one JSON object: ${result.stdout}`).to.have.length(1);
+  return { out: JSON.parse(lines[0]), code: result.code };
+}
+
+const caseOf = (file: string): PatientCase => CASES.find((c) => c.file === file)!;
+
+describe('sdx fhir push: a patient pulled from a hospital FHIR server into the study', () => {
+  let app: TestApp;
+  let world: StudyWorld;
+  let proxy: ContractProxy;
+  let everything: FhirServer;
+  let searchOnly: FhirServer;
+  const enrolled: Record<string, string> = {};
+
+  before(async () => {
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex);
+    for (const file of Object.keys(patientIds)) {
+      const c = caseOf(file);
+      const made = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: c.sex, birth_year: c.birthYear, enrolled_on: c.enrolledOn } });
+      expect(made.status).to.equal(201);
+      enrolled[file] = made.body.subject;
+      await giveConsent(app.db.knex, world.code, made.body.subject, '2000-01-01');
+    }
+    const files = Object.keys(patientIds).map((f) => `${SYNTHEA}/${f}`);
+    everything = await startFhirServer(files, { pageSize: 50 });
+    searchOnly = await startFhirServer(files, { everything: false, pageSize: 20 });
+    // The pushes go through the contract proxy too: what the command sends must be what the spec allows.
+    proxy = await startContractProxy(app.baseUrl);
+  });
+  after(async () => {
+    await proxy?.close();
+    await everything?.close();
+    await searchOnly?.close();
+    await app?.close();
+  });
+
+  it('pulls Patient/$everything page by page and proposes every mapped value for review', async () => {
+    const file = 'smart-emery-purdy-897kb.json';
+    const { out, code } = await push(['--from', everything.base, '--patient', patientIds[file], '--study', world.code, '--subject', enrolled[file], '--key', world.key, '--api', proxy.url]);
+    expect(code).to.equal(0);
+    expect(out).to.include({ study: world.code, subject: enrolled[file], via: 'everything', status: 'proposed', mode: 'review' });
+    // The patient and the 298 resources that point at them: six pages of 50, each next link followed.
+    expect(out.pages).to.equal(6);
+    expect(everything.requests.filter((r) => r.includes('$everything'))).to.deep.equal([
+      `GET /Patient/${patientIds[file]}/$everything`, ...[2, 3, 4, 5, 6].map((n) => `GET /Patient/${patientIds[file]}/$everything?_page=${n}`),
+    ]);
+    expect(out.resources).to.include({ Patient: 1, Observation: 190, Condition: 11, MedicationRequest: 4 });
+    expect(out.resources).to.not.have.any.keys('Encounter', 'Claim', 'ExplanationOfBenefit');
+    expect(out.review_url).to.equal(`http://sdx.test/p/${world.code}/s/${enrolled[file]}/fhir/1`);
+
+    // Every measurement the demo mapping places from this patient's file arrived: nothing was lost between pages.
+    const proposed = await app.db.knex('fhir_import_items as i').join('fhir_imports as f', 'f.id', 'i.import_id').join('patients as p', 'p.id', 'f.patient_id')
+      .where({ 'p.subject': enrolled[file], 'f.number': 1, 'i.state': 'new' }).andWhereLike('i.resource', 'Observation/%')
+      .select('i.visit_code', 'i.form_code', 'i.field_code', 'i.resource', 'i.value');
+    expect(proposed.map((i) => [i.visit_code, i.form_code, i.field_code, i.resource, i.value])).to.have.deep.members(caseOf(file).placed);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled[file]}`, { key: world.key });
+    expect(read.body.records, 'review mode saves nothing').to.deep.equal([]);
+  });
+
+  it('falls back to searches by patient when the server has no $everything, and saves the new values', async () => {
+    const file = 'smart-buster-hoeger-235kb.json';
+    const { out, code } = await push(
+      ['--from', searchOnly.base, '--patient', patientIds[file], '--study', world.code, '--subject', enrolled[file], '--mode', 'save', '--api', proxy.url],
+      { SDX_API_KEY: world.key },
+    );
+    expect(code).to.equal(0);
+    expect(out).to.include({ subject: enrolled[file], via: 'search', mode: 'save' });
+    expect(searchOnly.requests).to.include.members([
+      `GET /Patient/${patientIds[file]}`,
+      `GET /Patient/${patientIds[file]}/$everything`,
+      `GET /Observation?patient=${patientIds[file]}`,
+      `GET /Observation?patient=${patientIds[file]}&_page=2`,
+      `GET /Condition?patient=${patientIds[file]}`,
+      `GET /MedicationStatement?patient=${patientIds[file]}`,
+      `GET /MedicationRequest?patient=${patientIds[file]}`,
+    ]);
+    expect(out.resources).to.deep.equal({ Patient: 1, Observation: 33, Condition: 3, MedicationRequest: 1 });
+    expect(out.counts.saved).to.be.above(0);
+
+    // What the import says it saved is what the API reads back, from the FHIR source.
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled[file]}`, { key: world.key });
+    const savedValues = read.body.records.flatMap((r: any) => Object.entries(r.values).map(([field, value]) => [r.visit, r.form, field, value, r.source]));
+    for (const [visit, form, field, , value] of caseOf(file).placed) {
+      if (form === 'vs' || form === 'lab_hem' || form === 'dm') expect(savedValues, `${visit} ${form}.${field}`).to.deep.include([visit, form, field, value, 'fhir']);
+    }
+  });
+
+  it('reports an unknown FHIR patient and a refusal of the service each with its code, and exits non-zero', async () => {
+    const unknown = await push(['--from', everything.base, '--patient', 'nobody', '--study', world.code, '--subject', '01-001', '--key', world.key, '--api', proxy.url]);
+    expect(unknown.code).to.equal(1);
+    expect(unknown.out.error.code).to.equal('fhir_patient_not_found');
+    // The Synthea patient's sex and birth year are not those of the other study patient.
+    const file = 'smart-emery-purdy-897kb.json';
+    const other = enrolled['smart-buster-hoeger-235kb.json'];
+    const mismatch = await push(['--from', everything.base, '--patient', patientIds[file], '--study', world.code, '--subject', other, '--key', world.key, '--api', proxy.url]);
+    expect(mismatch.code).to.equal(1);
+    expect(mismatch.out.error.code).to.equal('fhir_identity_mismatch');
+    const noKey = await push(['--from', everything.base, '--patient', patientIds[file], '--study', world.code, '--subject', other, '--api', proxy.url], { SDX_API_KEY: '' });
+    expect(noKey.out.error.code).to.equal('usage');
+  });
+
+  it('sent nothing the contract proxy found breaking the spec', () => {
+    expect(proxy.requests).to.be.at.least(3);
+    expect(proxy.violations).to.deep.equal([]);
+  });
+});

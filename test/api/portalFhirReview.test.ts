@@ -1,0 +1,192 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
+import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import { startTestApp, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase } from '../helpers/testDatabase.js';
+
+type Item = Record<string, any>;
+
+/** Buster Hoeger (Synthea): male, born 1988; enrolled on 2016-12-28 his 2016-12-14 measurements fall in the screening window. */
+const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json');
+const ENROLMENT = { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' };
+
+/** The row of an item on the review page, as text. */
+function itemRow(page: PortalReply, position: number): string {
+  const row = new RegExp(`<tr class="item [a-z]+" data-position="${position}"[^>]*>([\\s\\S]*?)</tr>`).exec(page.html);
+  expect(row, `item ${position} is on the page`).to.not.equal(null);
+  return row![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
+describe('staff portal: the FHIR review page', () => {
+  let app: TestApp;
+  let world: StudyWorld;
+  let staff: PortalClient;
+
+  before(async () => {
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex);
+    await addStaff(app.db.knex, 'nurse@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Nina Nurse');
+    await addStaff(app.db.knex, 'other@sdx.test', { study: world.code, role: 'site_staff', sites: ['02'] });
+    staff = new PortalClient(app.baseUrl);
+    expect((await staff.signIn('nurse@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
+  });
+  after(() => app.close());
+
+  /** A patient with a saved screening vital-signs form, and Buster's file proposed for review. */
+  async function proposed(withSavedForm = true): Promise<{ subject: string; url: string; items: Item[] }> {
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
+    const subject = enrolled.body.subject;
+    await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
+    if (withSavedForm) {
+      const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '80', hr: '70' } }] },
+      });
+      expect(saved.body.counts.ok).to.equal(1);
+    }
+    const res = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: BUSTER, contentType: 'application/fhir+json' });
+    expect(res.status).to.equal(201);
+    expect(res.body.status).to.equal('proposed');
+    return { subject, url: new URL(res.body.review_url).pathname, items: res.body.items };
+  }
+
+  const at = (items: Item[], visit: string, form: string, field: string) => items.findIndex((i) => i.visit === visit && i.form === form && i.field === field && i.state !== 'skipped');
+
+  it('shows the items by visit and form with proposed value, unit, source, saved value and state; conflicts stand out', async () => {
+    const { subject, url, items } = await proposed();
+    expect(url).to.equal(`/p/${world.code}/s/${subject}/fhir/1`);
+    const page = await staff.get(url);
+    expect(page.status).to.equal(200);
+    expect(page.html).to.include(`FHIR import No. 1 of patient ${subject}`).and.include('waiting for review');
+    const sbp = at(items, 'screening', 'vs', 'sbp');
+    expect(items[sbp]).to.include({ state: 'conflict', value: '136', saved_value: '140' });
+    expect(itemRow(page, sbp)).to.equal(`Systolic blood pressure sbp 136 mm[Hg] in the file: 136.48536429185222 mm[Hg] ${items[sbp].resource} http://loinc.org | 8480-6 — Systolic Blood Pressure ${items[sbp].effective} 140 conflict keep the saved value replace it`);
+    expect(page.html).to.match(new RegExp(`<tr class="item conflict" data-position="${sbp}" data-state="conflict">`));
+    const weight = at(items, 'screening', 'vs', 'weight');
+    expect(items[weight].state).to.equal('new');
+    expect(page.html).to.include(`name="take_${weight}"`);
+    const vsdate = at(items, 'screening', 'vs', 'vsdate');
+    expect(itemRow(page, vsdate)).to.match(/ 2016-12-14 same as saved$/);
+    const groups = [...page.html.matchAll(/<section class="review-group" data-visit="(\w+)" data-instance="(\d+)" data-form="(\w+)">/g)].map((m) => `${m[1]}/${m[3]}`);
+    expect(groups.slice(0, 3)).to.deep.equal(['screening/dm', 'screening/vs', 'screening/lab_hem']);
+    expect(page.html).to.include('id="confirm-chosen"').and.include('id="confirm-all"').and.include('id="reject"');
+  });
+
+  it('confirms the chosen values through the one write path with the confirming person as author, once', async () => {
+    const { subject, url, items } = await proposed();
+    await staff.get(url);
+    const sbp = at(items, 'screening', 'vs', 'sbp');
+    const weight = at(items, 'screening', 'vs', 'weight');
+    const height = at(items, 'screening', 'dm', 'height');
+    const res = await staff.post(url, { decision: 'confirm_chosen', [`take_${weight}`]: 'on', [`take_${height}`]: 'on', [`conflict_${sbp}`]: 'replace' });
+    expect(res.status).to.equal(303);
+    expect(res.location).to.equal(url);
+
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    const vs = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'vs');
+    expect(vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81' });
+    const dm = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'dm');
+    expect(dm).to.include({ status: 'draft', source: 'fhir' });
+    expect(dm.values).to.deep.equal({ height: '185.8' });
+    expect(read.body.records.filter((r: Item) => r.form === 'lab_hem'), 'values not ticked are not saved').to.deep.equal([]);
+
+    const patient = await app.db.knex('patients').where({ subject }).first();
+    const trail = await app.db.knex('audit_events').where({ patient_id: patient.id }).whereIn('action', ['record.value_changed', 'record.value_set'])
+      .where('author', 'Nina Nurse').orderBy('field_code').select('action', 'reason', 'field_code', 'old_value', 'new_value');
+    expect(trail).to.deep.equal([
+      { action: 'record.value_set', reason: 'Entered in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
+      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
+      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'weight', old_value: null, new_value: '81' },
+    ]);
+    const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
+    expect(decision.author).to.equal('Nina Nurse');
+    expect(decision.details).to.deep.include({ saved: [height, weight, sbp].sort((a, b) => a - b), kept: [at(items, 'screening', 'vs', 'dbp')].filter((p) => items[p].state === 'conflict') });
+    const stored = await app.db.knex('fhir_imports').where({ patient_id: patient.id, number: 1 }).first();
+    expect(stored).to.include({ status: 'confirmed', decided_by: (await app.db.knex('users').where({ email: 'nurse@sdx.test' }).first()).id });
+
+    const page = await staff.get(url);
+    expect(page.html).to.include('This import is confirmed').and.not.include('id="confirm-chosen"').and.not.include('name="take_');
+    expect(page.html).to.match(/<dd id="import-status" data-status="confirmed"><strong>confirmed<\/strong> — by Nina Nurse, /);
+    expect(itemRow(page, weight)).to.match(/ saved$/);
+    expect(itemRow(page, at(items, 'screening', 'lab_hem', 'hgb'))).to.match(/ new$/);
+
+    const again = await staff.post(url, { decision: 'confirm_all' });
+    expect(again.status).to.equal(409);
+    expect(again.html).to.include(`FHIR import 1 of patient &quot;${subject}&quot; no longer waits for a decision (status: confirmed); it is decided only once.`);
+    const rejected = await staff.post(url, { decision: 'reject' });
+    expect(rejected.status).to.equal(409);
+    expect((await app.db.knex('fhir_imports').where({ id: stored.id }).first()).status).to.equal('confirmed');
+  });
+
+  it('confirms all: every new value fills its place, and a conflict keeps the saved value unless "replace" is chosen', async () => {
+    const { subject, url, items } = await proposed();
+    await staff.get(url);
+    expect((await staff.post(url, { decision: 'confirm_all' })).status).to.equal(303);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    const values = (form: string) => read.body.records.find((r: Item) => r.visit === 'screening' && r.form === form)?.values;
+    expect(values('vs')).to.include({ sbp: '140', dbp: '80', weight: '81' });
+    expect(values('lab_hem')).to.include({ hgb: items[at(items, 'screening', 'lab_hem', 'hgb')].value });
+  });
+
+  it('refuses a confirmation with nothing chosen, keeping the import proposed', async () => {
+    const { subject, url, items } = await proposed(false);
+    expect(items.filter((i) => i.state === 'conflict')).to.deep.equal([]);
+    await staff.get(url);
+    const none = await staff.post(url, { decision: 'confirm_chosen' });
+    expect(none.status).to.equal(422);
+    expect(none.html).to.include('No value was ticked and there is no conflict to decide');
+    const patient = await app.db.knex('patients').where({ subject }).first();
+    expect((await app.db.knex('fhir_imports').where({ patient_id: patient.id }).first()).status).to.equal('proposed');
+    expect(await app.db.knex('records').where({ patient_id: patient.id })).to.deep.equal([]);
+  });
+
+  it('refuses to replace a saved value that changed after the import was made, and shows the change', async () => {
+    const { subject, url, items } = await proposed();
+    // Someone changes the saved systolic pressure after the import was made.
+    const changed = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+      key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '150', dbp: '80', hr: '70' }, update: true }] },
+    });
+    expect(changed.body.counts.ok).to.equal(1);
+    const page = await staff.get(url);
+    const sbp = at(items, 'screening', 'vs', 'sbp');
+    expect(itemRow(page, sbp)).to.include('140 changed since the import was made; now: 150');
+    const refused = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace' });
+    expect(refused.status).to.equal(409);
+    expect(refused.html).to.include('changed after the import was made').and.include(`name="conflict_${sbp}" value="replace" checked`);
+    const patient = await app.db.knex('patients').where({ subject }).first();
+    expect((await app.db.knex('fhir_imports').where({ patient_id: patient.id }).first()).status).to.equal('proposed');
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    expect(read.body.records[0].values.sbp).to.equal('150');
+  });
+
+  it('rejects an import with a reason: nothing is saved and the rejection is audited', async () => {
+    const { subject, url } = await proposed();
+    await staff.get(url);
+    const res = await staff.post(url, { decision: 'reject', reason: 'Wrong hospital <b>record</b>' });
+    expect(res.status).to.equal(303);
+    const patient = await app.db.knex('patients').where({ subject }).first();
+    expect((await app.db.knex('fhir_imports').where({ patient_id: patient.id }).first()).status).to.equal('rejected');
+    const audit = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_rejected' }).first();
+    expect(audit).to.include({ author: 'Nina Nurse', reason: 'FHIR import 1 rejected on the patient\'s card: Wrong hospital <b>record</b>' });
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    expect(read.body.records.map((r: Item) => r.form)).to.deep.equal(['vs']);
+    const page = await staff.get(url);
+    expect(page.html).to.include('This import is rejected').and.not.include('id="reject"');
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    expect(card.html).to.include('Wrong hospital &lt;b&gt;record&lt;/b&gt;').and.not.include('<b>record</b>');
+  });
+
+  it('keeps the page from staff of other sites and answers 404 for an import that does not exist', async () => {
+    const { subject, url } = await proposed();
+    const other = new PortalClient(app.baseUrl);
+    await other.signIn('other@sdx.test', STAFF_PASSWORD);
+    expect((await other.get(url)).status).to.equal(403);
+    await other.get(`/p/${world.code}`);
+    expect((await other.post(url, { decision: 'confirm_all' })).status).to.equal(403);
+    expect((await app.db.knex('fhir_imports').whereIn('patient_id', app.db.knex('patients').select('id').where({ subject })).first()).status).to.equal('proposed');
+    expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/9`)).status).to.equal(404);
+    expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/abc`)).status).to.equal(404);
+  });
+});

@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
+import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
+import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import { startTestApp, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase } from '../helpers/testDatabase.js';
+
+/** A section of the card (by its id) as text without tags. */
+function section(page: PortalReply, id: string): string {
+  const found = new RegExp(`<section id="${id}">([\\s\\S]*?)</section>`).exec(page.html);
+  expect(found, `section ${id}`).to.not.equal(null);
+  return found![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
+describe('staff portal: the patient card', () => {
+  let app: TestApp;
+  let world: StudyWorld;
+  let subject: string;
+  let staff: PortalClient;
+
+  before(async () => {
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex);
+    await addStaff(app.db.knex, 'blinded@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Bea Blinded');
+    await addStaff(app.db.knex, 'unblinded@sdx.test', { study: world.code, role: 'manager', unblinded: true }, 'Uma Unblinded');
+    const lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
+    subject = enrolled.body.subject;
+    await giveConsent(app.db.knex, world.code, subject, '2026-02-20');
+    const sent = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+      key: lims,
+      body: {
+        records: [
+          { subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-02-20', sbp: '232', dbp: '95', hr: '71' }, not_done: { rr: 'ND' } },
+          { subject, visit: 'screening', form: 'dm', values: { sex: '1', height: '165.5', weight: '70.2' } },
+          { subject, visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Essential hypertension', onset: '2015-05-01', ongoing: 'yes' }] } },
+          { subject, visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0042', arm: 'B' } },
+        ],
+      },
+    });
+    expect(sent.body.results.map((r: { status: string }) => r.status)).to.deep.equal(['warn', 'ok', 'ok', 'ok']);
+    staff = new PortalClient(app.baseUrl);
+    expect((await staff.signIn('blinded@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
+  });
+  after(() => app.close());
+
+  it('shows the patient, the values of each visit\'s forms, with units, choice labels, not-done marks and table rows', async () => {
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    expect(card.status).to.equal(200);
+    const facts = /<dl class="facts">([\s\S]*?)<\/dl>/.exec(card.html)![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+    expect(facts).to.equal('Site 01 City Hospital Sex female Year of birth 1961 Enrolled on 2026-03-01 Status enrolled Consent given on 2026-02-20');
+    const forms = section(card, 'forms');
+    expect(forms).to.include('Vital signs vs — complete');
+    expect(forms).to.include('Systolic blood pressure sbp 232 mm[Hg]').and.include('Respiratory rate rr not done');
+    expect(forms).to.include('Sex sex 1 — Female').and.include('Height height 165.5 cm');
+    expect(forms).to.include('Condition Code (SNOMED CT or ICD-10) Onset date Ongoing Essential hypertension 2015-05-01 yes');
+    expect(forms).to.include('Haematology lab_hem — not entered');
+  });
+
+  it('lists the open queries and the patient\'s audit trail, escaped', async () => {
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    const queries = section(card, 'queries');
+    expect(queries).to.match(/^Open queries Visit \/ form Field Status Message Opened by Opened screening \/ vs sbp open .*232.* Ward &lt;LIMS&gt; \(API\) \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+    const audit = section(card, 'audit');
+    expect(audit).to.include('Ward &lt;LIMS&gt; (API)').and.include('record.value_set').and.include('screening / vs sbp 232').and.include('consent.given');
+    expect(card.html).not.to.include('Ward <LIMS>');
+  });
+
+  it('leaves the forms of the unblinded team, and their audit entries, off the card of a blinded person', async () => {
+    const blinded = await staff.get(`/p/${world.code}/s/${subject}`);
+    expect(blinded.html).not.to.include('Treatment allocation').and.not.include('K-0042').and.not.include('ip_alloc');
+    const unblinded = new PortalClient(app.baseUrl);
+    await unblinded.signIn('unblinded@sdx.test', STAFF_PASSWORD);
+    const card = await unblinded.get(`/p/${world.code}/s/${subject}`);
+    expect(section(card, 'forms')).to.include('Treatment allocation ip_alloc — complete').and.include('Kit number kit K-0042');
+    expect(section(card, 'audit')).to.include('baseline / ip_alloc kit K-0042');
+  });
+
+  it('lists the patient\'s FHIR imports with a link to each review page', async () => {
+    const empty = await staff.get(`/p/${world.code}/s/${subject}`);
+    expect(section(empty, 'fhir-imports')).to.equal('FHIR imports No FHIR record has been sent for this patient.');
+    const bundle = {
+      resourceType: 'Bundle', type: 'collection', entry: [
+        { resource: { resourceType: 'Patient', id: 'p1', gender: 'female', birthDate: '1961-04-02' } },
+        {
+          resource: {
+            resourceType: 'Observation', id: 'hr1', status: 'final', subject: { reference: 'Patient/p1' }, effectiveDateTime: '2026-03-01T09:00:00Z',
+            code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] }, valueQuantity: { value: 64, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+          },
+        },
+      ],
+    };
+    const res = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: JSON.stringify(bundle), contentType: 'application/fhir+json' });
+    expect(res.status).to.equal(201);
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    expect(section(card, 'fhir-imports')).to.match(/No\. 1 \d{4}-\d\d-\d\d \d\d:\d\d UTC Test system review waiting for review 2 values, 0 conflicts, 0 same, 0 skipped/);
+    expect(card.html).to.include(`href="/p/${world.code}/s/${subject}/fhir/1"`);
+    const list = await staff.get(`/p/${world.code}`);
+    expect(list.html).to.match(new RegExp(`${subject}</a></td>[\\s\\S]*?<td class="num">1</td>\\s*<td class="num attention">1</td>`));
+  });
+
+  it('speaks Russian', async () => {
+    const card = await staff.get(`/p/${world.code}/s/${subject}?lang=ru`);
+    expect(card.html).to.include('Журнал аудита').and.include('Открытые запросы').and.include('дано 2026-02-20');
+    await staff.get('/portal?lang=en');
+  });
+});

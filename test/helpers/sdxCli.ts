@@ -1,0 +1,19 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { testEnv } from './testDatabase.js';
+
+const run = promisify(execFile);
+
+/** Runs the real command line (`sdx … --json`) on the suite's database and parses its one JSON object. */
+export async function sdx(...args: string[]): Promise<any> {
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } }).catch((e) => e);
+  const lines = String(stdout).trim().split('\n');
+  expect(lines, `sdx ${args.join(' ')} prints one JSON object`).to.have.length(1);
+  return JSON.parse(lines[0]);
+}
+
+/** The exit code of a command line run (0 when it succeeded). */
+export async function sdxExitCode(...args: string[]): Promise<number> {
+  return run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } }).then(() => 0, (e: { code: number }) => e.code);
+}

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import { testEnv } from './testDatabase.js';
+
+/** A service process of its own: `node --import tsx src/server.ts` as a child, on the suite's database. */
+export interface ServiceProcess { baseUrl: string; stop(): Promise<void> }
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts the real server in a second OS process with the suite's database settings (`testEnv`: the
+ * TEST_DATABASE_URL database, or the same embedded server, which the child joins), so the two
+ * processes share nothing but PostgreSQL.
+ */
+export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+  const port = await freePort();
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://127.0.0.1:${port}` };
+  // The child must use exactly the suite's database: nothing inherited may point it elsewhere.
+  for (const name of ['DATABASE_URL', 'DATA_DIR', 'EMBEDDED_PG_PORT', 'EMBEDDED_PG_DATABASE']) delete childEnv[name];
+  Object.assign(childEnv, testEnv, env);
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('sdx listening')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.once('exit', (code) => reject(new Error(`the second service process exited (${code}) before listening:\n${output}`)));
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,67 @@
+import { OpenAPIBackend, type Document } from 'openapi-backend';
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { loadSpec } from '../../src/handlers/spec.js';
+
+const Ajv2020 = Ajv2020Module.default;
+const addFormats = addFormatsModule.default;
+
+let backend: Promise<OpenAPIBackend> | undefined;
+let problemValidator: ((body: unknown) => boolean) & { errors?: unknown } | undefined;
+
+function specBackend(): Promise<OpenAPIBackend> {
+  backend ??= (async () => {
+    const api = new OpenAPIBackend({ definition: loadSpec() as Document, strict: true, customizeAjv: (ajv) => addFormats(ajv) });
+    await api.init();
+    return api;
+  })();
+  return backend;
+}
+
+/** The Problem schema on its own: openapi-backend validates only `application/json` bodies. */
+function validateProblem(body: unknown): string | undefined {
+  if (!problemValidator) {
+    const spec = loadSpec() as { components: { schemas: Record<string, unknown> } };
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema({ $id: 'spec', components: spec.components });
+    problemValidator = ajv.compile({ $ref: 'spec#/components/schemas/Problem' });
+  }
+  return problemValidator(body) ? undefined : JSON.stringify(problemValidator.errors);
+}
+
+/**
+ * Fails when a response does not match the spec: its status must be declared for the operation and
+ * its body must match the declared schema. Every response the suite receives passes through here.
+ */
+export async function assertMatchesSpec(operationId: string | null, status: number, contentType: string, body: unknown): Promise<void> {
+  if (operationId === null) {
+    // No operation at that address (404 / 405): the answer must still be a well-formed problem.
+    if (!contentType.startsWith('application/problem+json')) throw new Error(`an unrouted request answered ${status} with ${contentType}`);
+    const problem = validateProblem(body);
+    if (problem) throw new Error(`problem body breaks the spec: ${problem}`);
+    return;
+  }
+  const api = await specBackend();
+  const operation = api.getOperation(operationId);
+  if (!operation) throw new Error(`no operation ${operationId} in the spec`);
+  const declared = Object.keys(operation.responses ?? {});
+  if (!declared.includes(String(status)) && !declared.includes('default')) {
+    throw new Error(`${operationId} answered ${status}, which the spec does not declare (${declared.join(', ')})`);
+  }
+  if (status === 304) return;
+  if (contentType.startsWith('application/problem+json')) {
+    const problem = validateProblem(body);
+    if (problem) throw new Error(`${operationId} ${status}: problem body breaks the spec: ${problem}\n${JSON.stringify(body)}`);
+    return;
+  }
+  const result = api.validateResponse(body, operation, status);
+  if (result.errors) throw new Error(`${operationId} ${status}: body breaks the spec: ${JSON.stringify(result.errors)}\n${JSON.stringify(body).slice(0, 2000)}`);
+}
+
+/** The operationId the spec routes a request to, or null when no operation has that method and path. */
+export async function operationOf(method: string, path: string): Promise<string | null> {
+  const api = await specBackend();
+  const operation = api.router.matchOperation({ method, path, headers: {} });
+  return operation?.operationId ?? null;
+}

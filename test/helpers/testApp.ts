@@ -1,0 +1,62 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp, createServices } from '../../src/app.js';
+import type { Database } from '../../src/db/knex.js';
+import { assertMatchesSpec, operationOf } from './specValidation.js';
+import { testConfig, testDatabase } from './testDatabase.js';
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface CallOptions {
+  key?: string;
+  body?: unknown;
+  /** A raw body sent as it is (for NDJSON, broken JSON, padding). */
+  raw?: string | Buffer;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** Every response body the suite received, for scans that must find no private data in any of them. */
+export const receivedBodies: string[] = [];
+
+export interface TestApp {
+  db: Database;
+  baseUrl: string;
+  call<T = any>(method: string, path: string, options?: CallOptions): Promise<Reply<T>>;
+  close(): Promise<void>;
+}
+
+/** The real service on an ephemeral port over the suite's database; `env` overrides its configuration. */
+export async function startTestApp(env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+  const db = await testDatabase();
+  const app = await createApp(createServices(testConfig(env), db));
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    db,
+    baseUrl,
+    async call(method, path, options = {}) {
+      const headers: Record<string, string> = { ...(options.headers ?? {}) };
+      if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+      let body: string | Buffer | undefined;
+      if (options.raw !== undefined) body = options.raw;
+      else if (options.body !== undefined) body = JSON.stringify(options.body);
+      if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+      const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
+      const text = await response.text();
+      receivedBodies.push(text);
+      const contentType = response.headers.get('content-type') ?? '';
+      const parsed = text && contentType.includes('json') ? JSON.parse(text) : text;
+      const operationId = await operationOf(method, path.split('?')[0]);
+      if (operationId) await assertMatchesSpec(operationId, response.status, contentType, parsed);
+      else await assertMatchesSpec(null, response.status, contentType, parsed);
+      return { status: response.status, headers: response.headers, body: parsed };
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

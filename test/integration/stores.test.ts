@@ -1,0 +1,56 @@
+import { expect } from 'chai';
+import { DomainError } from '../../src/domain/errors.js';
+import { migrateToLatest } from '../../src/db/migrator.js';
+import { createStores, inTransaction } from '../../src/db/stores.js';
+import type { Database } from '../../src/db/knex.js';
+import { createStudyWorld } from '../helpers/factories.js';
+import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
+
+describe('src/db stores on PostgreSQL', () => {
+  let db: Database;
+  let studyId: number;
+  let siteId: number;
+  before(async () => {
+    db = await testDatabase();
+    await resetDatabase(db.knex);
+    await createStudyWorld(db.knex);
+    const study = await createStores(db.knex).studies.findByCode('DEMO');
+    studyId = study!.id;
+    siteId = (await createStores(db.knex).studies.sites(studyId))[0].id;
+  });
+
+  const patient = (subject: string) => ({ studyId, siteId, subject, sex: 'female', birthYear: 1970, enrolledOn: '2024-01-01' });
+
+  it('runs migrations again as a no-op', async () => {
+    expect(await migrateToLatest(db.knex)).to.deep.equal([]);
+  });
+
+  it('translates a duplicate subject (23505) into DomainError subject_taken', async () => {
+    await createStores(db.knex).patients.insert(patient('T-1'));
+    const error = await createStores(db.knex).patients.insert(patient('T-1')).catch((e) => e);
+    expect(error).to.be.instanceOf(DomainError);
+    expect(error.code).to.equal('subject_taken');
+  });
+
+  it('rolls a whole use case back when it throws, leaving nothing written', async () => {
+    const attempt = inTransaction(db.knex, async (stores) => {
+      await stores.patients.insert(patient('T-2'));
+      throw new Error('fails after the insert');
+    });
+    expect((await attempt.catch((e: Error) => e)).message).to.equal('fails after the insert');
+    expect(await createStores(db.knex).patients.findBySubject(studyId, 'T-2')).to.equal(undefined);
+  });
+
+  it('hands out site numbers without duplicates under concurrent transactions', async () => {
+    const numbers = await Promise.all(Array.from({ length: 20 }, () => inTransaction(db.knex, (s) => s.studies.takeNextSeq(siteId))));
+    expect(new Set(numbers).size).to.equal(20);
+  });
+
+  it('inserts a form instance once when two writers race (the other gets nothing back)', async () => {
+    const [p] = await createStores(db.knex).patients.findBySubjects(studyId, ['T-1']);
+    const ids = await createStores(db.knex).studies.designIds(studyId);
+    const record = { patientId: p.id, visitId: ids.visits.get('screening')!, formId: ids.forms.get('vs')!, instance: 1, studyId, siteId, source: 'api', status: 'complete' as const, values: { sbp: '120' }, notDone: {}, tables: {} };
+    const results = await Promise.all([1, 2].map(() => inTransaction(db.knex, (s) => s.records.insertIfAbsent(record))));
+    expect(results.filter((id) => id !== undefined)).to.have.length(1);
+  });
+});

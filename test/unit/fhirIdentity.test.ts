@@ -1,0 +1,169 @@
+/// <reference types="fhir" />
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { DomainError } from '../../src/domain/errors.js';
+import type { FhirEntry } from '../../src/domain/fhir/fhirEntry.js';
+import { parseFhirBody, parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { checkPatientIdentity, type StudyPatient } from '../../src/domain/fhir/patientIdentity.js';
+
+const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
+const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
+const hl7 = (file: string): fhir4.Resource => JSON.parse(fixture(`hl7-examples/${file}`).toString('utf8'));
+const bundle = (file: string): FhirEntry[] => parseFhirEntries(fixture(`synthea/${file}`), 'json');
+const ndjson = (...resources: fhir4.Resource[]): FhirEntry[] => parseFhirEntries(resources.map((r) => JSON.stringify(r)).join('\n'), 'ndjson');
+
+/** The error code and reason of a call that must refuse. */
+function refusal(call: () => unknown): { code: string; reason: string; subject: unknown } {
+  try {
+    call();
+  } catch (error) {
+    expect(error).to.be.instanceOf(DomainError);
+    const { code, params } = error as DomainError;
+    return { code, reason: String(params.reason), subject: params.subject };
+  }
+  throw new Error('expected a refusal');
+}
+
+const SYNTHEA_IDENTIFIER = 'https://github.com/synthetichealth/synthea';
+
+describe('checkPatientIdentity', function () {
+  this.timeout(10_000);
+
+  // Sex and birth year as the shared fixture README gives them.
+  const patients: [string, StudyPatient['sex'], number, string][] = [
+    ['smart-buster-hoeger-235kb.json', 'male', 1988, 'Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4'],
+    ['smart-edward-gulgowski-284kb.json', 'male', 1992, 'Patient/4ef9f896-10bc-4479-acd6-1153e7318f14'],
+    ['smart-emery-purdy-897kb.json', 'male', 1967, 'Patient/efe58fa2-c6df-4a71-8e37-06c5e4f1e2b8'],
+    ['iris-lean-davis-1031kb.json', 'female', 1945, 'Patient/3e36b31d-3c32-43b4-b016-b46a90c2e50f'],
+    ['inferno-uscore-patient-355-1113kb.json', 'male', 1940, 'Patient/355'],
+    ['smart-kyla-zulauf-1903kb.json', 'female', 1941, 'Patient/7e50540e-d263-4fd4-a2da-b97279871200'],
+    ['smart-stewart-stanton-1942kb.json', 'male', 1915, 'Patient/ecaea95c-46de-4ac9-a58d-4847d1a3e574'],
+    ['smart-vito-feeney-3455kb.json', 'male', 1910, 'Patient/9efca32a-04f9-438a-990c-a287e8b62aac'],
+    ['smart-fletcher-hyatt-3794kb.json', 'male', 1915, 'Patient/c5ed5d78-5b3f-4a75-bdfb-5f318b068a20'],
+  ];
+  for (const [file, sex, birthYear, reference] of patients) {
+    it(`accepts synthea/${file} for its own patient (${sex}, ${birthYear})`, () => {
+      const identity = checkPatientIdentity(bundle(file), { subject: '01-001', sex, birthYear });
+      expect(identity.patient).to.equal(reference);
+      expect(identity.identifiers.some((id) => id.system === SYNTHEA_IDENTIFIER)).to.equal(true);
+    });
+  }
+
+  it('resolves the Inferno references through the Patient fullUrl, not its id 355', () => {
+    const entries = bundle('inferno-uscore-patient-355-1113kb.json');
+    expect(entries[0].resource.id).to.equal('355');
+    const identity = checkPatientIdentity(entries, { subject: '01-001', sex: 'male', birthYear: 1940 });
+    expect(identity.identifiers).to.deep.include({ system: SYNTHEA_IDENTIFIER, value: 'e91975f5-9445-c11f-cabf-c3c6dae161f2' });
+    // Bare resources lose the fullUrls, and urn:uuid: references then point at nobody in the file.
+    const bare = parseFhirBody(fixture('synthea/inferno-uscore-patient-355-1113kb.json'), 'json');
+    expect(refusal(() => checkPatientIdentity(bare, { subject: '01-001', sex: 'male', birthYear: 1940 })).code).to.equal('fhir_other_patient');
+  });
+
+  it('accepts a Patient and resources referring to it as Patient/<id>, relative or absolute', () => {
+    const patient = hl7('patient-example.json');
+    const weight = hl7('observation-example.json') as fhir4.Observation;
+    const absolute = { ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), subject: { reference: 'https://ehr.example.org/fhir/Patient/example/_history/2' } };
+    const identity = checkPatientIdentity(ndjson(patient, weight, absolute), { subject: '01-002', sex: 'male', birthYear: 1974 });
+    expect(identity).to.deep.equal({ patient: 'Patient/example', identifiers: [{ system: 'urn:oid:1.2.36.146.595.217.0.1', value: '12345' }] });
+  });
+
+  it('refuses a resource of another patient (fhir_other_patient), naming it', () => {
+    const entries = [...bundle('smart-buster-hoeger-235kb.json'), { resource: hl7('observation-example.json'), index: 66 }];
+    const { code, reason, subject } = refusal(() => checkPatientIdentity(entries, { subject: '01-003', sex: 'male', birthYear: 1988 }));
+    expect(code).to.equal('fhir_other_patient');
+    expect(subject).to.equal('01-003');
+    expect(reason).to.equal(
+      "Observation/example subject refers to Patient/example, not to the file's Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4",
+    );
+  });
+
+  it('refuses two Synthea bundles merged into one (fhir_two_patients)', () => {
+    const merged = JSON.stringify({
+      resourceType: 'Bundle',
+      type: 'collection',
+      entry: [fixture('synthea/smart-buster-hoeger-235kb.json'), fixture('synthea/smart-edward-gulgowski-284kb.json')].flatMap(
+        (b) => JSON.parse(b.toString('utf8')).entry,
+      ),
+    });
+    const { code, reason } = refusal(() => checkPatientIdentity(parseFhirEntries(merged, 'json'), { subject: '01-004', sex: 'male', birthYear: 1988 }));
+    expect(code).to.equal('fhir_two_patients');
+    expect(reason).to.equal(
+      'the file has two Patients: Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 and Patient/4ef9f896-10bc-4479-acd6-1153e7318f14',
+    );
+  });
+
+  it('refuses two HL7 example Patients sent as NDJSON, and accepts the same Patient twice', () => {
+    const twoPatients = ndjson(hl7('patient-example-f001-pieter.json'), hl7('patient-example-f201-roel.json'));
+    expect(refusal(() => checkPatientIdentity(twoPatients, { subject: 's', sex: 'male', birthYear: 1944 })).code).to.equal('fhir_two_patients');
+    const samePatient = ndjson(hl7('patient-example-f201-roel.json'), hl7('patient-example-f201-roel.json'));
+    expect(checkPatientIdentity(samePatient, { subject: 's', sex: 'male', birthYear: 1960 }).patient).to.equal('Patient/f201');
+  });
+
+  it('accepts resources without a Patient when they all refer to one patient, and refuses two', () => {
+    const onePatient = ndjson(hl7('observation-example.json'), hl7('observation-example-heart-rate.json'), hl7('observation-example-bmi.json'));
+    expect(checkPatientIdentity(onePatient, { subject: 's', sex: 'female', birthYear: 2000 })).to.deep.equal({ patient: null, identifiers: [] });
+    const twoPatients = ndjson(hl7('observation-example-f001-glucose.json'), hl7('observation-example-f204-creatinine.json'));
+    const { code, reason } = refusal(() => checkPatientIdentity(twoPatients, { subject: 's', sex: 'male', birthYear: 1944 }));
+    expect(code).to.equal('fhir_two_patients');
+    expect(reason).to.equal('the file refers to two patients: Patient/f001 and Patient/f201');
+  });
+
+  it('ignores references to what is not a patient (Group, Device, a Location in the file)', () => {
+    const group = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'g', subject: { reference: 'Group/103' } };
+    const location = { resourceType: 'Location', id: 'ward' } as fhir4.Location;
+    const onLocation = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'l', subject: { reference: 'Location/ward' } };
+    const result = checkPatientIdentity(ndjson(hl7('patient-example.json'), hl7('observation-example.json'), group, location, onLocation), {
+      subject: 's',
+      sex: 'male',
+      birthYear: 1974,
+    });
+    expect(result.patient).to.equal('Patient/example');
+  });
+
+  it('matches identifier-only references against the Patient', () => {
+    const byIdentifier = (value: string) => ({
+      ...(hl7('observation-example-bmi.json') as fhir4.Observation),
+      subject: { identifier: { system: 'urn:oid:1.2.36.146.595.217.0.1', value } },
+    });
+    const patient = hl7('patient-example.json');
+    expect(checkPatientIdentity(ndjson(patient, byIdentifier('12345')), { subject: 's', sex: 'male', birthYear: 1974 }).patient).to.equal('Patient/example');
+    expect(refusal(() => checkPatientIdentity(ndjson(patient, byIdentifier('99999')), { subject: 's', sex: 'male', birthYear: 1974 })).reason).to.equal(
+      "Observation/bmi subject refers to urn:oid:1.2.36.146.595.217.0.1|99999, not to the file's Patient Patient/example",
+    );
+  });
+
+  describe('identity against the enrolment (fhir_identity_mismatch)', () => {
+    const buster = () => bundle('smart-buster-hoeger-235kb.json');
+
+    it('refuses a Patient whose gender contradicts the enrolled sex', () => {
+      const { code, reason, subject } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'female', birthYear: 1988 }));
+      expect([code, subject, reason]).to.deep.equal(['fhir_identity_mismatch', '01-005', 'the Patient\'s gender is male, the patient was enrolled as female']);
+    });
+
+    it('does not treat other or unknown as a contradiction', () => {
+      expect(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'unknown', birthYear: 1988 })).not.to.throw();
+      expect(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'other', birthYear: 1988 })).not.to.throw();
+    });
+
+    it('refuses a Patient born in another year', () => {
+      const { code, reason } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'male', birthYear: 1989 }));
+      expect([code, reason]).to.deep.equal(['fhir_identity_mismatch', 'the Patient was born in 1988, the patient was enrolled with birth year 1989']);
+    });
+
+    it('requires one of the linked identifiers when there are some', () => {
+      const linked = (linkedIdentity: StudyPatient['linkedIdentity']) => ({ subject: '01-005', sex: 'male' as const, birthYear: 1988, linkedIdentity });
+      expect(() => checkPatientIdentity(buster(), linked([{ system: SYNTHEA_IDENTIFIER, value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' }]))).not.to.throw();
+      expect(() => checkPatientIdentity(buster(), linked([{ value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' }]))).not.to.throw();
+      expect(() => checkPatientIdentity(buster(), linked(null))).not.to.throw();
+      expect(() => checkPatientIdentity(buster(), linked([]))).not.to.throw();
+      // Emery Purdy's identifier: the file is Buster Hoeger's.
+      const { code, reason } = refusal(() => checkPatientIdentity(buster(), linked([{ system: SYNTHEA_IDENTIFIER, value: '298c62e6-b204-4a14-8e21-73d5be0ce22e' }])));
+      expect(code).to.equal('fhir_identity_mismatch');
+      expect(reason).to.equal(`the Patient carries none of the identifiers linked to the patient (${SYNTHEA_IDENTIFIER}|298c62e6-b204-4a14-8e21-73d5be0ce22e)`);
+      // Same value in another system is another identifier.
+      expect(refusal(() => checkPatientIdentity(buster(), linked([{ system: 'urn:other', value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' }]))).code).to.equal(
+        'fhir_identity_mismatch',
+      );
+    });
+  });
+});
