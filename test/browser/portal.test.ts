@@ -67,7 +67,8 @@ describe('staff portal in a browser', () => {
     const value = await page.inputValue('#key-value');
     expect(value).to.match(/^sdx_[0-9A-Za-z]{49}$/);
     await page.click('#copy-key');
-    expect(await page.textContent('#copy-key')).to.equal('Copied');
+    // The clipboard write is a promise: the label changes when it settles, a moment after the click.
+    await page.waitForSelector('#copy-key:text-is("Copied")', { timeout: 5000 });
     await browser.screenshot('04-key-made');
 
     for (let i = 0; i < 3; i++) {
