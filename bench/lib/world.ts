@@ -55,8 +55,8 @@ export async function createStudy(knex: Knex, design: StudyDesign): Promise<Benc
   });
   const stores = createStores(knex);
   const study = (await stores.studies.findByCode(design.code))!;
-  const ids = await stores.studies.designIds(study.id);
-  const sites = new Map((await stores.studies.sites(study.id)).map((s) => [s.number, s.id]));
+  const ids = await stores.studies.designIds(study);
+  const sites = new Map((await stores.studies.sites(study)).map((s) => [s.number, s.id]));
   return { code: design.code, id: study.id, design: study.design, managerEmail, sites, visits: ids.visits, forms: ids.forms };
 }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
-import { rowToStudy } from './studies.js';
+import { rowToStudy, STRUCTURE_SQL, structureOf } from './studies.js';
 
 export const TABLE = 'api_keys';
 
@@ -71,7 +71,7 @@ function deepFreeze<T>(value: T): T {
 export async function findKeyWithStudy(db: Knex, fingerprint: Buffer): Promise<{ key: ApiKeyWithMaker; study: StudyRow } | undefined> {
   const known = [...designs.keys()];
   const { rows } = await db.raw(
-    `select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row,
+    `select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
        case when st.design_hash = any(?::text[]) then null else st.design end as study_design
      ${KEY_TABLES} where k.fingerprint = ?`,
     [known, fingerprint],
@@ -85,7 +85,7 @@ export async function findKeyWithStudy(db: Knex, fingerprint: Buffer): Promise<{
     if (designs.size < DESIGNS_KEPT) designs.set(hash, deepFreeze(design));
   }
   // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
-  return { key: rowToKeyWithMaker(row), study: rowToStudy({ ...row.study_row, design }) };
+  return { key: rowToKeyWithMaker(row), study: { ...rowToStudy({ ...row.study_row, design }), structure: structureOf(row.study_structure) } };
 }
 
 export function apiKeyStore(db: Knex): ApiKeyStore {

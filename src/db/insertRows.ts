@@ -15,10 +15,11 @@ const LONE_SURROGATE_ESCAPE = /\\ud[89a-f][0-9a-f]{2}/i;
  *
  * All rows must have the same members, named as the table's columns; columns left out take their
  * defaults. A jsonb column takes the value itself, not its JSON text. Text is stored exactly as a bound
- * parameter would store it: a lone surrogate becomes U+FFFD in both.
+ * parameter would store it: a lone surrogate becomes U+FFFD in both. `tail` (constant SQL: an
+ * `on conflict` or `returning` clause) ends the statement; the rows it returns are returned.
  */
-export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return;
+export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[], tail = ''): Promise<Record<string, any>[]> {
+  if (rows.length === 0) return [];
   const columns = Object.keys(rows[0]).map((c) => `"${c.replace(/"/g, '""')}"`).join(', ');
   let json = JSON.stringify(rows);
   // JSON.stringify writes a lone surrogate as a \udXXX escape, which jsonb refuses: only then is every string
@@ -26,5 +27,6 @@ export async function insertRows(db: Knex, table: string, rows: Record<string, u
   if (LONE_SURROGATE_ESCAPE.test(json)) {
     json = JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value));
   }
-  await db.raw(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb)`, [table, table, json]);
+  const { rows: returned } = await db.raw(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb) ${tail}`, [table, table, json]);
+  return returned;
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { StudyRow, StudySettings, StudyStore, SiteRow } from '../domain/stores.js';
+import type { DesignIds, StudyRow, StudySettings, StudyStore, SiteRow, StudyStructure } from '../domain/stores.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 
 export const TABLE = 'studies';
@@ -62,6 +62,19 @@ async function insertDesign(db: Knex, design: StudyDesign, designHash: string): 
   return studyId;
 }
 
+/**
+ * SQL giving the structure of the study aliased `st` as one jsonb value, for a query that reads the
+ * study row anyway (the API key's query): sites by number, visit and form ids by code.
+ */
+export const STRUCTURE_SQL = `jsonb_build_object(
+  'sites', (select coalesce(jsonb_agg(jsonb_build_object('id', s.id, 'number', s.number, 'name', s.name) order by s.number), '[]') from sites s where s.study_id = st.id),
+  'visits', (select coalesce(jsonb_object_agg(v.code, v.id), '{}') from visits v where v.study_id = st.id),
+  'forms', (select coalesce(jsonb_object_agg(f.code, f.id), '{}') from forms f where f.study_id = st.id))`;
+
+export function structureOf(json: { sites: SiteRow[]; visits: Record<string, number>; forms: Record<string, number> }): StudyStructure {
+  return { sites: json.sites, ids: { visits: new Map(Object.entries(json.visits)), forms: new Map(Object.entries(json.forms)) } };
+}
+
 export function studyStore(db: Knex): StudyStore {
   return {
     async findByCode(code) {
@@ -76,17 +89,19 @@ export function studyStore(db: Knex): StudyStore {
       if (settings.locked !== undefined) changes.locked = settings.locked;
       await db(TABLE).where({ id: studyId }).update(changes);
     },
-    async sites(studyId): Promise<SiteRow[]> {
-      return db('sites').where({ study_id: studyId }).orderBy('number').select('id', 'number', 'name');
+    async sites(study): Promise<SiteRow[]> {
+      if (study.structure) return study.structure.sites;
+      return db('sites').where({ study_id: study.id }).orderBy('number').select('id', 'number', 'name');
     },
-    async designIds(studyId) {
+    async designIds(study) {
+      if (study.structure) return study.structure.ids;
       // One statement, not one per table: inside a transaction the two would run one after the other
       // anyway, and every records call, read page and FHIR import asks for these ids.
       const { rows } = await db.raw(
         `select 'visit' as kind, id, code from visits where study_id = ? union all select 'form', id, code from forms where study_id = ?`,
-        [studyId, studyId],
+        [study.id, study.id],
       );
-      const ids = { visits: new Map<string, number>(), forms: new Map<string, number>() };
+      const ids: DesignIds = { visits: new Map<string, number>(), forms: new Map<string, number>() };
       for (const r of rows as { kind: string; id: number; code: string }[]) (r.kind === 'visit' ? ids.visits : ids.forms).set(r.code, r.id);
       return ids;
     },

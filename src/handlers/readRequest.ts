@@ -1,3 +1,5 @@
+import { createStores, type Stores } from '../db/stores.js';
+import type { Services } from './requestState.js';
 import type { ReadRequest } from '../domain/reads/readPage.js';
 
 /** The query parameters of a read call, as openapi-backend validated and coerced them. */
@@ -10,7 +12,12 @@ export function readRequestOf(query: {
 }
 
 /**
- * Read calls run read committed whatever the server's default: the page's query must see every
- * transaction that committed before the watermark was read, which a snapshot taken earlier would not.
+ * The stores a read page runs on: the pool itself, not a transaction. Each of the page's statements
+ * (watermark, page, removals, read log) then sees every transaction committed before it started,
+ * whatever the server's default isolation, which is what the watermark needs; a snapshot taken
+ * earlier would not. It also saves a page two round trips (BEGIN and COMMIT): the log row is one
+ * statement, and a read changes nothing else.
  */
-export const READ_TRANSACTION = { isolationLevel: 'read committed' } as const;
+export function readStores(services: Services): Stores {
+  return createStores(services.db.knex);
+}

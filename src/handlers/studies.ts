@@ -8,7 +8,7 @@ import type { OperationHandler } from './types.js';
 /** GET /studies/{study_code}: the design as the key may see it, with an ETag for cheap polling. */
 export const getStudyDesign: OperationHandler<'getStudyDesign'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const sites = await createStores(services.db.knex).studies.sites(study.id);
+  const sites = await createStores(services.db.knex).studies.sites(study);
   const body = toStudyDesignDto(study, designForKey(study, sites, key));
   const etag = `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 32)}"`;
   const headers = { ETag: etag, 'Cache-Control': 'private, no-cache' };

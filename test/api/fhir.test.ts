@@ -311,7 +311,7 @@ describe('importFhirRecord', function () {
     });
 
     for (const [contentType, opening] of [['application/fhir+json', '{"resourceType": "Bundle", "type": "collection", "entry": []'], ['application/fhir+ndjson', '{"resourceType": "Basic"}\n']]) {
-      it(`refuses a chunked ${contentType} body over 5 MB sent without Content-Length with 413 (koa-body’s limit), keeping nothing`, async () => {
+      it(`refuses a chunked ${contentType} body over 5 MB sent without Content-Length with 413 (the body reader’s limit), keeping nothing`, async () => {
         const before = await footprint();
         const url = new URL(`${app.baseUrl}/api/v1/studies/${world.code}/fhir?subject=${buster}`);
         const answer = await new Promise<{ status: number; type: string; body: Record<string, unknown>; length: string | undefined }>((resolve, reject) => {

@@ -85,7 +85,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
     await inTransaction(app.db.knex, async (stores) => {
       const study = await requireStudy(stores.studies, 'DEMO');
       const manager = (await stores.people.findUserByEmail(world.manager))!;
-      const all = (await stores.studies.sites(study.id)).map((s) => s.id);
+      const all = (await stores.studies.sites(study)).map((s) => s.id);
       const actor = source === 'fhir'
         ? { kind: 'user' as const, userId: manager.id, name: manager.name, via: 'fhir_save' as const, keyName: 'Test system' }
         : { kind: 'user' as const, userId: manager.id, name: manager.name, via: 'portal' as const };

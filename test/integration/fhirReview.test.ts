@@ -64,7 +64,7 @@ describe('confirmImport and rejectImport', function () {
     const subject = `R-${seq}`;
     const stores = createStores(db.knex);
     const study = (await stores.studies.findByCode(world.code))!;
-    const site = (await stores.studies.sites(study.id)).find((s) => s.number === '01')!;
+    const site = (await stores.studies.sites(study)).find((s) => s.number === '01')!;
     const row = await stores.patients.insert({ studyId: study.id, siteId: site.id, subject, sex: 'male', birthYear: 1988, enrolledOn: '2016-12-28' });
     await giveConsent(db.knex, world.code, subject, '2016-12-01');
     return { subject, id: row.id };

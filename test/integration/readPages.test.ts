@@ -58,8 +58,8 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
     for (const code of ['DEMO', 'OTHER']) {
       const stores = createStores(knex);
       const study = (await stores.studies.findByCode(code))!;
-      const ids = await stores.studies.designIds(study.id);
-      for (const site of await stores.studies.sites(study.id)) {
+      const ids = await stores.studies.designIds(study);
+      for (const site of await stores.studies.sites(study)) {
         const patients = await knex('patients').insert(Array.from({ length: PATIENTS_PER_SITE }, (_, i) => ({
           study_id: study.id, site_id: site.id, subject: `${site.number}-${String(i + 1).padStart(3, '0')}`, sex: 'female', birth_year: 1970, enrolled_on: '2026-01-01',
         }))).returning('id');
@@ -74,8 +74,8 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
     }
     await knex.raw('analyze patients, records, queries');
     const study = (await createStores(knex).studies.findByCode('DEMO'))!;
-    siteIds = (await createStores(knex).studies.sites(study.id)).map((s) => s.id);
-    formIds = (await createStores(knex).studies.designIds(study.id)).forms;
+    siteIds = (await createStores(knex).studies.sites(study)).map((s) => s.id);
+    formIds = (await createStores(knex).studies.designIds(study)).forms;
     scope = { studyId: study.id, siteIds, hiddenFormIds: [formIds.get('ip_alloc')!] };
   });
 
@@ -140,7 +140,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
       const store = readStore(db.knex);
       const patient = await db.knex('patients').where({ study_id: scope.studyId, subject: '01-001' }).first();
       const ipAlloc = await db.knex('records').insert({
-        study_id: scope.studyId, patient_id: patient.id, site_id: patient.site_id, visit_id: (await createStores(db.knex).studies.designIds(scope.studyId)).visits.get('baseline'),
+        study_id: scope.studyId, patient_id: patient.id, site_id: patient.site_id, visit_id: (await createStores(db.knex).studies.designIds({ id: scope.studyId })).visits.get('baseline'),
         form_id: formIds.get('ip_alloc'), instance: 1, status: 'complete', source: 'api', values: { kit: 'K-1', arm: 'A' },
       }).returning('id');
       const subjects = async (s: ReadScope) => new Set((await store.recordsPage(s, { subject: '01-001' }, page({ limit: 5000 }))).map((r) => r.form));

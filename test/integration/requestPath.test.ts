@@ -23,14 +23,18 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
   });
 
   describe('findKeyWithStudy', () => {
-    it('returns the key as findByFingerprint does and its study as findByCode does, also the second time (design from memory)', async () => {
+    it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
       const fingerprint = fingerprintOf(world.key);
       const study = await stores.studies.findByCode('DEMO');
       for (let i = 0; i < 2; i++) {
         const found = await findKeyWithStudy(db.knex, fingerprint);
         expect(found!.key).to.deep.equal(await stores.apiKeys.findByFingerprint(fingerprint));
-        expect(found!.study).to.deep.equal(study);
+        const { structure, ...row } = found!.study;
+        expect(row).to.deep.equal(study);
+        // The structure it carries is what the study store reads with its own queries.
+        expect(structure!.sites).to.deep.equal(await stores.studies.sites(study!));
+        expect(structure!.ids).to.deep.equal(await stores.studies.designIds(study!));
       }
     });
 
@@ -101,7 +105,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     it('gives the visit and form ids of the study alone, by code', async () => {
       const stores = createStores(db.knex);
       const demo = (await stores.studies.findByCode('DEMO'))!;
-      const ids = await stores.studies.designIds(demo.id);
+      const ids = await stores.studies.designIds(demo);
       const visits = await db.knex('visits').where({ study_id: demo.id }).select('id', 'code');
       const forms = await db.knex('forms').where({ study_id: demo.id }).select('id', 'code');
       expect([...ids.visits.entries()]).to.have.deep.members(visits.map((v) => [v.code, v.id]));

@@ -44,7 +44,7 @@ export async function createApiKey(
   // A read key exports study data, so only a manager who may export can make one.
   if (input.canRead && !manager.canExport) throw new DomainError('export_right_missing', { email: maker.email });
   if (!(KEY_TERMS as readonly number[]).includes(input.termDays)) throw new DomainError('invalid_key_term', { term: input.termDays });
-  const studySites = await stores.studies.sites(study.id);
+  const studySites = await stores.studies.sites(study);
   const mine = studySites.filter((s) => manager.siteIds.includes(s.id));
   // A site named twice (`--sites 01,01`) is one site of the key, not a duplicate row.
   const chosen = input.sites === undefined ? mine : [...new Set(input.sites)].map((number) => {

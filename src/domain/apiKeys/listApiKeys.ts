@@ -23,7 +23,7 @@ export interface ApiKeySummary {
 /** The keys table of a study: each key with its state (and why it stopped), rights, sites and usage. */
 export async function listApiKeys(stores: { studies: StudyStore; apiKeys: ApiKeyStore }, studyCode: string, now = new Date()): Promise<ApiKeySummary[]> {
   const study = await requireStudy(stores.studies, studyCode);
-  const siteNumber = new Map((await stores.studies.sites(study.id)).map((s) => [s.id, s.number]));
+  const siteNumber = new Map((await stores.studies.sites(study)).map((s) => [s.id, s.number]));
   return (await stores.apiKeys.list(study.id)).map((key) => {
     const state = keyStateOf(key, now);
     return {

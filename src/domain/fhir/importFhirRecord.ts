@@ -46,8 +46,8 @@ export async function importFhirRecord(
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });
-  const ids = await stores.studies.designIds(study.id);
-  const design = designForKey(study, await stores.studies.sites(study.id), key);
+  const ids = await stores.studies.designIds(study);
+  const design = designForKey(study, await stores.studies.sites(study), key);
   const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
   const { items } = mapToEcrf(input.entries, design, { enrolledOn: patient.enrolledOn, saved: savedLookup(current) });
   if (input.mode === 'save') {

@@ -105,7 +105,7 @@ export async function confirmImport(
   const choices = resolveChoices(found.items, input.choices);
   const toSave = new Set([...choices].flatMap(([position, choice]) => (choice === 'keep' ? [] : [position])));
 
-  const ids = await stores.studies.designIds(study.id);
+  const ids = await stores.studies.designIds(study);
   const locked = await lockRecords(stores, patient, found.items, toSave, ids);
   const outdated = outdatedPositions(found.items, toSave, locked);
   if (outdated.length > 0) throw new DomainError('import_outdated', { subject: patient.subject, number: found.number, positions: outdated });

@@ -56,7 +56,7 @@ export async function enrolPatient(
 ): Promise<{ subject: string; site: string }> {
   if (study.locked) throw new DomainError('study_locked');
   if (!study.enrolmentOpen) throw new DomainError('enrolment_closed');
-  const site = (await stores.studies.sites(study.id)).find((s) => s.number === input.site && key.siteIds.includes(s.id));
+  const site = (await stores.studies.sites(study)).find((s) => s.number === input.site && key.siteIds.includes(s.id));
   if (!site) throw new DomainError('unknown_site', { site: input.site }, [{ pointer: '/site', code: 'unknown_site', params: { site: input.site } }]);
   const errors = enrolmentErrors(input, today);
   if (errors.length > 0) throw new DomainError('invalid_body', {}, errors);

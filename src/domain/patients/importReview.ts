@@ -46,7 +46,7 @@ export async function importReview(
   const found = Number.isInteger(number) && number > 0 ? await stores.fhirImports.findForDecision(patient.id, number) : undefined;
   const summary = found && (await stores.portalReads.fhirImports(patient.id)).find((i) => i.number === found.number);
   if (!found || !summary) throw new DomainError('import_not_found', { subject: patient.subject, number });
-  const ids = await stores.studies.designIds(study.id);
+  const ids = await stores.studies.designIds(study);
   const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
   const design = study.design;
   const forms = new Map(design.forms.map((f) => [f.code, f]));

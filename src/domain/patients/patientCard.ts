@@ -92,7 +92,7 @@ export async function patientCard(
   const study = access.study;
   const patient = await requirePatient(stores.patients, access, subject);
   const [sites, ids, records, consent] = await Promise.all([
-    stores.studies.sites(study.id), stores.studies.designIds(study.id), stores.records.forPatient(patient.id), stores.patients.latestConsent(patient.id),
+    stores.studies.sites(study), stores.studies.designIds(study), stores.records.forPatient(patient.id), stores.patients.latestConsent(patient.id),
   ]);
   const visible = study.design.forms.filter((f) => !formHidden(study, f, access.unblinded));
   const hiddenFormIds = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);

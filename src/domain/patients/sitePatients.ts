@@ -21,7 +21,7 @@ export interface SitePatientsStore {
 /** The patients of the sites a person reaches, in subject order: the way to a patient's card. */
 export async function sitePatients(stores: { studies: StudyStore; portalReads: SitePatientsStore }, access: StaffAccess): Promise<SitePatient[]> {
   const study = access.study;
-  const ids = await stores.studies.designIds(study.id);
+  const ids = await stores.studies.designIds(study);
   const hidden = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);
   return stores.portalReads.patientsAt(study.id, access.siteIds, hidden);
 }

@@ -10,7 +10,7 @@ type Stores = { studies: StudyStore; people: PeopleStore; audit: AuditStore };
 /** Site numbers to site ids; an unknown number is refused. `undefined` means every site. */
 async function siteIdsOf(studies: StudyStore, study: StudyRow, numbers: string[] | undefined): Promise<number[] | undefined> {
   if (numbers === undefined) return undefined;
-  const sites = await studies.sites(study.id);
+  const sites = await studies.sites(study);
   return numbers.map((number) => {
     const site = sites.find((s) => s.number === number);
     if (!site) throw new DomainError('unknown_site', { site: number });
@@ -37,7 +37,7 @@ export async function grantRole(
     canExport: input.canExport,
     unblinded: input.unblinded,
     allSites: siteIds === undefined,
-    siteIds: siteIds ?? (await stores.studies.sites(study.id)).map((s) => s.id),
+    siteIds: siteIds ?? (await stores.studies.sites(study)).map((s) => s.id),
   };
   const id = await stores.people.upsertRole(role);
   await stores.audit.append([auditEntry(actor, study.id, {

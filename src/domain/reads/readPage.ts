@@ -25,14 +25,14 @@ type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore };
 
 /** Site, visit and form filters become ids; one the key may not see is refused like one that does not exist. */
 async function resolveFilters(studies: StudyStore, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<{ scope: ReadScope; filters: ReadFilters; updatedSince: string | null }> {
-  const ids = await studies.designIds(study.id);
+  const ids = await studies.designIds(study);
   const hiddenForms = study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code);
   const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: hiddenForms.map((code) => ids.forms.get(code)!) };
   const errors: FieldError[] = [];
   const filters: ReadFilters = { subject: request.filters.subject, status: request.filters.status };
   const { site, visit, form } = request.filters;
   if (site !== undefined) {
-    const found = (await studies.sites(study.id)).find((s) => s.number === site && key.siteIds.includes(s.id));
+    const found = (await studies.sites(study)).find((s) => s.number === site && key.siteIds.includes(s.id));
     if (found) filters.siteId = found.id;
     else errors.push({ pointer: '/query/site', code: 'unknown_filter_value', params: { name: 'site', value: site } });
   }

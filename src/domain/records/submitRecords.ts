@@ -5,7 +5,7 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
-import { planQueries, queryCauses, type QueryCause } from './autoQueries.js';
+import { planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
 import { failingChecks } from './editChecks.js';
 import {
   changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, typedValues,
@@ -82,7 +82,7 @@ interface Evaluation {
 }
 
 /** Applies the record's content onto the saved version and runs every data-entry rule; nothing is written here. */
-function evaluate(form: FormDef, checks: EditCheckDef[], current: StoredRecord | undefined, input: RecordInput): Evaluation | { code: RecordResultCode; issues: FieldIssue[] } {
+function evaluate(form: FormDef, checks: EditCheckDef[], current: RecordState | undefined, input: RecordInput): Evaluation | { code: RecordResultCode; issues: FieldIssue[] } {
   const saved: RecordContent = current ? { values: current.values, notDone: current.notDone, tables: current.tables } : EMPTY_CONTENT;
   const { content, issues } = mergeContent(form, saved, input);
   if (issues.some((i) => i.code === 'unknown_field')) return { code: 'unknown_field', issues };
@@ -112,8 +112,13 @@ function evaluate(form: FormDef, checks: EditCheckDef[], current: StoredRecord |
  * The one path by which form data is saved, whether it comes from an API key, a FHIR import or the
  * portal: edit checks, the consent gate, automatic queries and the audit trail all run here
  * (interface description, "Records call rules"). Each record gets its own outcome in request order;
- * a bad record is refused alone. Call it inside one transaction: a record's values, queries and
- * audit rows are written together, and with `validateOnly` nothing at all is written.
+ * a bad record is refused alone. Call it inside one transaction run by withTransaction: a record's
+ * values, queries and audit rows are written together, with `validateOnly` nothing at all is written,
+ * and a form instance inserted concurrently by another writer makes the runner start it again
+ * (ConcurrentInsert).
+ *
+ * Records are evaluated one after the other in memory, each over the version the records before it
+ * leave, and the request's writes then go out together (writeChanges).
  */
 export async function submitRecords(
   stores: Stores,
@@ -132,15 +137,28 @@ export async function submitRecords(
   const design = study.design;
   const forms = new Map(design.forms.map((f) => [f.code, f]));
   const visits = new Map<string, VisitDef>(design.visits.map((v) => [v.code, v]));
-  const ids = await stores.studies.designIds(study.id);
+  const ids = await stores.studies.designIds(study);
   const patients = new Map((await stores.patients.findBySubjects(study.id, [...new Set(inputs.map((r) => r.subject))])).map((p) => [p.subject, p]));
   const keyFor = (r: RecordInput): RecordKey | undefined => {
     const patient = patients.get(r.subject);
     return patient && { patientId: patient.id, visitId: ids.visits.get(r.visit)!, formId: ids.forms.get(r.form)!, instance: r.instance ?? 1 };
   };
-  const existing = new Map((await stores.records.findByKeys(inputs.flatMap((r) => keyFor(r) ?? []))).map((rec) => [keyOf(rec), rec]));
+  const keys = inputs.flatMap((r) => keyFor(r) ?? []);
+  // Locked up front, in one statement, when the request writes: the records are evaluated over the
+  // versions they will be saved over, and no concurrent writer changes them in between.
+  const saved = await stores.records.findByKeys(keys, { lock: !options.validateOnly });
+  const openQueries = new Map<number, OpenQuery[]>();
+  for (const q of await stores.queries.openForRecords(saved.map((r) => r.id))) openQueries.set(q.recordId, [...openQueries.get(q.recordId) ?? [], q]);
+  const slots = new Map<string, Slot>(saved.map((r) => [keyOf(r), { key: r, id: r.id, current: r, write: null, open: openQueries.get(r.id) ?? [] }]));
 
   const outcomes: RecordOutcome[] = [];
+  const changes: Change[] = [];
+  // Outcomes carry the id of their record, which a record inserted by this request gets only when it is written.
+  const slotOfOutcome = new Map<RecordOutcome, Slot>();
+  const withIdOf = (slot: Slot, outcome: RecordOutcome) => {
+    slotOfOutcome.set(outcome, slot);
+    return outcome;
+  };
   for (const [index, input] of inputs.entries()) {
     const patient = patients.get(input.subject);
     // A patient at another site is reported exactly like one that does not exist: a key learns nothing outside its sites.
@@ -154,53 +172,101 @@ export async function submitRecords(
     const instance = input.instance ?? 1;
     if (!visit.repeating && instance !== 1) { outcomes.push(refused(index, 'invalid_instance', { visit: visit.code })); continue; }
     const key = keyFor(input)!;
-    const checks = design.edit_checks.filter((c) => c.form === form.code);
-    const saved = existing.get(keyOf(key));
-    if (saved && !input.update) { outcomes.push(skipped(index, saved.id)); continue; }
+    let slot = slots.get(keyOf(key));
+    if (!slot) slots.set(keyOf(key), slot = { key, id: null, current: undefined, write: null, open: [] });
+    if (slot.current && !input.update) { outcomes.push(withIdOf(slot, skipped(index))); continue; }
 
-    /** Evaluates the record over `current` (the saved version, row-locked when writing) and writes it. */
-    const saveOver = async (current: StoredRecord | undefined): Promise<RecordOutcome> => {
-      const { input: effective, notFilled } = options.fillOnly ? emptyPlacesOnly(current, input) : { input, notFilled: [] as string[] };
-      const evaluation = evaluate(form, checks, current, effective);
-      if (!('content' in evaluation)) return refused(index, evaluation.code, {}, evaluation.issues);
-      if (current && evaluation.changes.length === 0 && !evaluation.statusChanged) {
-        return { index, status: 'ok', code: 'unchanged', params: {}, recordId: current.id > 0 ? current.id : null, queriesOpened: 0, issues: [], notFilled };
-      }
-      const plan = planQueries(evaluation.before, evaluation.after, current && current.id > 0 ? await stores.queries.openForRecord(current.id) : []);
-      if (options.validateOnly) {
-        // Later records of the request see this one as if it were saved, exactly as they would without validate-only.
-        existing.set(keyOf(key), { id: current?.id ?? -1, ...key, status: evaluation.status, ...evaluation.content });
-        return outcomeOfSave(index, 'validated', current && current.id > 0 ? current.id : null, evaluation.status, plan.toOpen);
-      }
-      let recordId: number;
-      if (current) {
-        recordId = current.id;
-        await stores.records.update(recordId, { status: evaluation.status, ...evaluation.content });
-      } else {
-        const inserted = await stores.records.insertIfAbsent({
-          ...key, studyId: study.id, siteId: patient.siteId, source: options.source, status: evaluation.status, ...evaluation.content,
-        });
-        if (inserted === undefined) {
-          // Another writer saved this form instance meanwhile: it is filled now, exactly as if it had been before.
-          const winner = (await stores.records.lockByKey(key))!;
-          return input.update ? saveOver(winner) : skipped(index, winner.id);
-        }
-        recordId = inserted;
-      }
-      await writeTrail(stores, actor, study, { recordId, patientId: patient.id, siteId: patient.siteId, isNew: !current, evaluation, plan });
-      existing.set(keyOf(key), { id: recordId, ...key, status: evaluation.status, ...evaluation.content });
-      return { ...outcomeOfSave(index, evaluation.status === 'draft' ? 'saved_as_draft' : 'saved', recordId, evaluation.status, plan.toOpen), notFilled };
-    };
-    outcomes.push(await saveOver(saved && !options.validateOnly ? await stores.records.lockByKey(key) : saved));
+    const { input: effective, notFilled } = options.fillOnly ? emptyPlacesOnly(slot.current, input) : { input, notFilled: [] as string[] };
+    const checks = design.edit_checks.filter((c) => c.form === form.code);
+    const evaluation = evaluate(form, checks, slot.current, effective);
+    if (!('content' in evaluation)) { outcomes.push(refused(index, evaluation.code, {}, evaluation.issues)); continue; }
+    if (slot.current && evaluation.changes.length === 0 && !evaluation.statusChanged) {
+      outcomes.push(withIdOf(slot, { index, status: 'ok', code: 'unchanged', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled }));
+      continue;
+    }
+    const plan = planQueries(evaluation.before, evaluation.after, slot.open);
+    // Later records of the request see this one as saved, with its queries, exactly as if it had been sent alone before them.
+    const isNew = !slot.current;
+    const opened: OpenQuery[] = plan.toOpen.map((q) => ({ id: 0, fieldCode: q.field, origin: q.origin, checkCode: q.checkCode }));
+    slot.open = [...slot.open.filter((q) => !plan.toClose.includes(q)), ...opened];
+    slot.current = { status: evaluation.status, ...evaluation.content };
+    slot.write ??= isNew ? 'insert' : 'update';
+    const code = options.validateOnly ? 'validated' : evaluation.status === 'draft' ? 'saved_as_draft' : 'saved';
+    outcomes.push(withIdOf(slot, { ...outcomeOfSave(index, code, evaluation.status, plan.toOpen), notFilled }));
+    changes.push({ slot, patient, isNew, evaluation, plan, opened });
   }
+  if (!options.validateOnly) await writeChanges(stores, actor, study, options.source, slots, changes);
+  for (const [outcome, slot] of slotOfOutcome) outcome.recordId = slot.id;
   return outcomes;
+}
+
+type RecordState = Pick<StoredRecord, 'status' | 'values' | 'notDone' | 'tables'>;
+
+/** A form instance as the request leaves it, record after record. */
+interface Slot {
+  key: RecordKey;
+  /** Null while the record is not saved (with validate-only, or until the request's insert gives it). */
+  id: number | null;
+  current: RecordState | undefined;
+  /** What the request does to the saved row: insert it, or update it. */
+  write: 'insert' | 'update' | null;
+  /** Its queries standing open; those this request opens have id 0 until they are inserted. */
+  open: OpenQuery[];
+}
+
+/** One record of the request that changes its form instance. */
+interface Change {
+  slot: Slot;
+  patient: { id: number; siteId: number };
+  isNew: boolean;
+  evaluation: Evaluation;
+  plan: ReturnType<typeof planQueries>;
+  opened: OpenQuery[];
+}
+
+/**
+ * Another transaction inserted a form instance this request was about to insert. It carries
+ * PostgreSQL's serialization-failure code, so the transaction runner runs the use case again, which
+ * then finds the other writer's record saved and treats it exactly as one saved before the request.
+ */
+export class ConcurrentInsert extends Error {
+  readonly code = '40001';
+  constructor() {
+    super('a form instance was inserted concurrently');
+  }
+}
+
+/**
+ * Writes what the request changed, a few statements for the whole request rather than some per
+ * record (a call of 500 records made over 600 round trips): the new records, then the updated
+ * ones, the queries opened and closed, and the audit trail, in request order.
+ */
+async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
+  if (changes.length === 0) return;
+  const written = [...slots.values()].filter((s) => s.write !== null);
+  const sites = new Map(changes.map((c) => [c.slot, c.patient.siteId]));
+  const toInsert = written.filter((s) => s.write === 'insert');
+  const inserted = await stores.records.insertMany(toInsert.map((s) => ({ ...s.key, studyId: study.id, siteId: sites.get(s)!, source, ...s.current! })));
+  if (inserted.length < toInsert.length) throw new ConcurrentInsert();
+  const insertedIds = new Map(inserted.map((r) => [keyOf(r), r.id]));
+  for (const slot of toInsert) slot.id = insertedIds.get(keyOf(slot.key))!;
+  await stores.records.updateMany(written.filter((s) => s.write === 'update').map((s) => ({ id: s.id!, ...s.current! })));
+
+  const newQueries = changes.flatMap((c) => c.plan.toOpen.map((q) => ({
+    studyId: study.id, recordId: c.slot.id!, patientId: c.patient.id, siteId: c.patient.siteId, fieldCode: q.field, origin: q.origin,
+    checkCode: q.checkCode, message: q.message, openedBy: authorOf(actor),
+  })));
+  const queryIds = await stores.queries.insert(newQueries);
+  changes.flatMap((c) => c.opened).forEach((q, i) => { q.id = queryIds[i]; });
+  await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)));
+  await stores.audit.append(changes.flatMap((c) => trailOf(actor, study, c)));
 }
 
 /**
  * Keeps only what fills an empty place of the saved record (a FHIR import in save mode never changes
  * a saved value); it is applied to the row-locked record, so a value someone saved meanwhile is kept.
  */
-function emptyPlacesOnly(current: StoredRecord | undefined, input: RecordInput): { input: RecordInput; notFilled: string[] } {
+function emptyPlacesOnly(current: RecordState | undefined, input: RecordInput): { input: RecordInput; notFilled: string[] } {
   if (!current) return { input, notFilled: [] };
   const filled = (code: string) => current.values[code] !== undefined || current.notDone[code] !== undefined || (current.tables[code]?.length ?? 0) > 0;
   const values = Object.entries(input.values ?? {});
@@ -217,12 +283,12 @@ function emptyPlacesOnly(current: StoredRecord | undefined, input: RecordInput):
   };
 }
 
-function skipped(index: number, recordId: number): RecordOutcome {
-  return { index, status: 'skip', code: 'already_filled', params: {}, recordId: recordId > 0 ? recordId : null, queriesOpened: 0, issues: [], notFilled: [] };
+function skipped(index: number): RecordOutcome {
+  return { index, status: 'skip', code: 'already_filled', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled: [] };
 }
 
 /** The outcome of a saved (or, with validate-only, savable) record: `warn` when it opened queries or is a draft. */
-function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'validated', recordId: number | null, status: 'complete' | 'draft', opened: QueryCause[]): RecordOutcome {
+function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'validated', status: 'complete' | 'draft', opened: QueryCause[]): RecordOutcome {
   const warn = opened.length > 0 || status === 'draft';
   const finalCode = code === 'validated' ? code : opened.length > 0 ? 'saved_with_queries' : code;
   return {
@@ -230,7 +296,7 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
     status: warn ? 'warn' : 'ok',
     code: finalCode,
     params: { queries: opened.length, draft: status === 'draft' },
-    recordId,
+    recordId: null,
     queriesOpened: opened.length,
     issues: opened.map((q) => ({ field: q.field, code: q.origin === 'range' ? 'out_of_range' : `edit_check:${q.checkCode}`, params: q.params })),
     notFilled: [],
@@ -238,27 +304,13 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
 }
 
 /** Audit rows for each saved or changed value, the status change, and the queries opened and closed. */
-async function writeTrail(
-  stores: Stores,
-  actor: Actor,
-  study: StudyRow,
-  w: { recordId: number; patientId: number; siteId: number; isNew: boolean; evaluation: Evaluation; plan: ReturnType<typeof planQueries> },
-): Promise<void> {
-  const base = { patientId: w.patientId, recordId: w.recordId };
-  const entries: AuditEntry[] = w.evaluation.changes.map((c) =>
-    auditEntry(actor, study.id, { ...base, action: w.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: c.field, oldValue: c.oldValue, newValue: c.newValue }),
+function trailOf(actor: Actor, study: StudyRow, c: Change): AuditEntry[] {
+  const base = { patientId: c.patient.id, recordId: c.slot.id! };
+  const entries: AuditEntry[] = c.evaluation.changes.map((change) =>
+    auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),
   );
-  if (w.evaluation.statusChanged) entries.push(auditEntry(actor, study.id, { ...base, action: 'record.status_changed', newValue: w.evaluation.status }));
-  if (w.plan.toOpen.length > 0) {
-    const ids = await stores.queries.insert(w.plan.toOpen.map((q) => ({
-      studyId: study.id, recordId: w.recordId, patientId: w.patientId, siteId: w.siteId, fieldCode: q.field, origin: q.origin,
-      checkCode: q.checkCode, message: q.message, openedBy: authorOf(actor),
-    })));
-    ids.forEach((id, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: w.plan.toOpen[i].field, newValue: w.plan.toOpen[i].message, details: { query_id: id } })));
-  }
-  if (w.plan.toClose.length > 0) {
-    await stores.queries.close(w.plan.toClose.map((q) => q.id));
-    for (const q of w.plan.toClose) entries.push(auditEntry(actor, study.id, { ...base, action: 'query.closed', fieldCode: q.fieldCode, details: { query_id: q.id, why: 'cause corrected' } }));
-  }
-  await stores.audit.append(entries);
+  if (c.evaluation.statusChanged) entries.push(auditEntry(actor, study.id, { ...base, action: 'record.status_changed', newValue: c.evaluation.status }));
+  c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i].message, details: { query_id: q.id } })));
+  for (const q of c.plan.toClose) entries.push(auditEntry(actor, study.id, { ...base, action: 'query.closed', fieldCode: q.fieldCode, details: { query_id: q.id, why: 'cause corrected' } }));
+  return entries;
 }

@@ -49,7 +49,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     const [keys, reads, sites] = await Promise.all([
       listApiKeys(stores, access.study.code),
       listReads(stores, access.study.code, READS_SHOWN),
-      stores.studies.sites(access.study.id),
+      stores.studies.sites(access.study),
     ]);
     const form = extra.form ?? { ...EMPTY_FORM, read: access.canExport, sites: sites.filter((s) => access.managerSiteIds.includes(s.id)).map((s) => s.number) };
     renderPage(ctx, 'apiPage', {

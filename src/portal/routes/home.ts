@@ -18,7 +18,7 @@ export function homeRoutes(router: Router<PortalState>, services: Services): voi
   router.get('/p/:study', signedIn, async (ctx) => {
     const stores = createStores(services.db.knex);
     const access = await staffAccess(stores, person(ctx).id, ctx.params.study);
-    const sites = (await stores.studies.sites(access.study.id)).filter((s) => access.siteIds.includes(s.id));
+    const sites = (await stores.studies.sites(access.study)).filter((s) => access.siteIds.includes(s.id));
     renderPage(ctx, 'study', { title: 'study.title', study: access.study, access, sites, patients: await sitePatients(stores, access) });
   });
 }
