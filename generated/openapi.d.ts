@@ -67,7 +67,8 @@ export interface paths {
          *
          *     Without `subject`, the service assigns the site's next patient number in the study's
          *     `subject_format`. With a free `subject`, that subject is used. A taken subject gives 409
-         *     `subject_taken`, so sending `subject` makes a retry safe.
+         *     `subject_taken`, so sending `subject` makes a retry safe. An `Idempotency-Key` makes any retry safe
+         *     and returns the first answer again.
          *
          *     Refusals: 422 `unknown_site` for a site that is not one of the key's sites. 422 `invalid_body` when
          *     the body does not match the schema, when `birth_year` is after the year of `enrolled_on`, or when
@@ -273,7 +274,7 @@ export interface components {
          *     | 409 | `subject_taken` |
          *     | 413 | `payload_too_large`, `too_many_records` |
          *     | 415 | `unsupported_media_type` |
-         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch` |
+         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
          *     | 423 | `study_locked`, `enrolment_closed` |
          *     | 429 | `rate_limited` |
          *     | 500 | `internal` |
@@ -859,7 +860,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body cannot be processed. The codes are `invalid_body`, `unknown_site`, `unknown_form_or_visit`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients` and `fhir_identity_mismatch`. Nothing is kept. */
+        /** @description The body cannot be processed. The codes are `invalid_body`, `unknown_site`, `unknown_form_or_visit`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch` and `idempotency_key_reused` (the `Idempotency-Key` came with another request before). Nothing is kept. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -902,6 +903,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+         * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+         */
+        IdempotencyKey: string;
         /**
          * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
          * @example DEMO
@@ -947,6 +953,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Sent only on an answer repeated for an `Idempotency-Key` that was used before: this request changed nothing, and the body is the first answer. */
+        IdempotentReplayed: "true";
         /**
          * @description Requests allowed per 60-second window for this key (600).
          * @example 600
@@ -1115,7 +1123,13 @@ export interface operations {
                  */
                 lang?: components["parameters"]["Lang"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
@@ -1137,6 +1151,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1242,7 +1257,13 @@ export interface operations {
                  */
                 lang?: components["parameters"]["Lang"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
@@ -1264,6 +1285,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1373,7 +1395,13 @@ export interface operations {
                  */
                 lang?: components["parameters"]["Lang"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
@@ -1399,6 +1427,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
-import { koaBody } from 'koa-body';
 import type { OpenAPIBackend } from 'openapi-backend';
+import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
 import type { Database } from './db/knex.js';
 import { createRateLimiter } from './db/rateLimits.js';
@@ -12,23 +12,27 @@ import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './handlers/requestState.js';
 import { loadSpec } from './handlers/spec.js';
 import { createPortal } from './portal/index.js';
+import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
 
 /** Every request body the API declares is at most 5 MB (interface description, "Limits"). */
 const BODY_LIMIT = 5 * 1024 * 1024;
 const JSON_TYPES = ['application/json', 'application/fhir+json'];
-const TEXT_TYPES = ['application/fhir+ndjson', 'application/x-ndjson'];
 
-const parseBody = koaBody({
-  json: true,
-  text: true,
-  urlencoded: false,
-  multipart: false,
-  jsonStrict: true,
-  jsonLimit: BODY_LIMIT,
-  textLimit: BODY_LIMIT,
-  jsonTypes: JSON_TYPES,
-  textTypes: TEXT_TYPES,
-});
+/** The field error of a body that is not JSON, by why it could not be read. */
+const BODY_FIELD_CODES: Partial<Record<BodyFault, string>> = { not_utf8: 'invalid_utf8', corrupt_coding: 'invalid_content_coding' };
+/** The same, as the FHIR call's `fhir_not_fhir` reason. */
+const FHIR_REASONS: Partial<Record<BodyFault, string>> = {
+  not_utf8: 'the body is not UTF-8 text',
+  corrupt_coding: 'the body cannot be decompressed as its Content-Encoding says',
+};
+
+/** A body that could not be read, as the problem of the call it was sent to. */
+function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string): DomainError {
+  if (error.fault === 'too_large') return new DomainError('payload_too_large', { limit: '5 MB' });
+  if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
+  if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
+  return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
+}
 
 /** PostgreSQL unreachable or shutting down: the client should retry, not fix its request. */
 function databaseUnavailable(error: unknown): boolean {
@@ -53,6 +57,8 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
   // Koa's default error listener prints stacks of every thrown error; ours logs only real failures.
   app.silent = true;
 
+  // Outermost, so it sees the status the error middleware settles on.
+  if (services.config.accessLog) app.use(accessLog());
   app.use(async (ctx, next) => {
     ctx.state.services = services;
     ctx.state.requestId = randomUUID();
@@ -62,6 +68,8 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
     ctx.set('Referrer-Policy', 'no-referrer');
+    // Browsers honour it only over TLS: behind an https BASE_URL, the portal is never reached over plain http again.
+    if (services.config.baseUrl.startsWith('https://')) ctx.set('Strict-Transport-Security', 'max-age=31536000');
     try {
       await next();
     } catch (error) {
@@ -92,18 +100,10 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
       const type = ctx.request.type;
       if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
       try {
-        await parseBody(ctx, async () => undefined);
+        // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.
+        ctx.request.body = (await readBody(ctx.req, { limit: BODY_LIMIT, json: JSON_TYPES.includes(type) })) as typeof ctx.request.body;
       } catch (error) {
-        const status = (error as { status?: number }).status;
-        if (status === 413) {
-          // The parser stopped reading a body sent without Content-Length: let Node discard the rest, as it
-          // does for any unread body, or the client may get a connection reset instead of this answer.
-          ctx.req.resume();
-          throw new DomainError('payload_too_large', { limit: '5 MB' });
-        }
-        if (status === 415) throw new DomainError('unsupported_media_type', { type });
-        if (operation?.operationId === 'importFhirRecord') throw new DomainError('fhir_not_fhir', { reason: 'the body is not valid JSON' });
-        throw new DomainError('invalid_body', {}, [{ pointer: '', code: 'invalid_json' }]);
+        throw error instanceof UnreadableBody ? bodyRefusal(error, operation?.operationId, type) : error;
       }
     }
     await next();

@@ -17,6 +17,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Checks every response against the spec and fails loudly; on in tests and development. */
   validateResponses: boolean;
+  /** One line per request on stdout (src/accessLog.ts); off by default in tests, whose output it would drown. */
+  accessLog: boolean;
 }
 
 function integer(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -25,6 +27,13 @@ function integer(name: string, fallback: number, env: NodeJS.ProcessEnv): number
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
   return value;
+}
+
+function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'on' && raw !== 'off') throw new Error(`${name} must be on or off, got "${raw}"`);
+  return raw === 'on';
 }
 
 /** Reads the configuration from the environment; throws at start-up on a malformed value. */
@@ -39,5 +48,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedDatabase: env.EMBEDDED_PG_DATABASE || 'sdx',
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, env),
     validateResponses: env.VALIDATE_RESPONSES === '1' || env.NODE_ENV === 'test',
+    accessLog: onOff('ACCESS_LOG', env.NODE_ENV !== 'test', env),
   };
 }

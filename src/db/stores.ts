@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { apiKeyStore } from './apiKeys.js';
 import { auditStore } from './auditEvents.js';
 import { fhirImportStore } from './fhirImports.js';
+import { idempotencyKeyStore } from './idempotencyKeys.js';
 import { patientStore } from './patients.js';
 import { peopleStore } from './people.js';
 import { portalReadStore } from './portalReads.js';
@@ -28,6 +29,7 @@ export function createStores(db: Knex) {
     fhirImports: fhirImportStore(db),
     sessions: sessionStore(db),
     portalReads: portalReadStore(db),
+    idempotencyKeys: idempotencyKeyStore(db),
   };
 }
 

@@ -18,9 +18,20 @@ export interface StudyRow {
   subjectFormat: string;
   design: StudyDesign;
   designHash: string;
+  /**
+   * The study's sites and its visit and form ids, when the query that read the row brought them too
+   * (an API request's key query does): they never change for a study row, and carrying them saves a
+   * round trip on every call.
+   */
+  structure?: StudyStructure;
 }
 
 export interface SiteRow { id: number; number: string; name: string }
+
+/** Visit and form ids by code, for writing and reading records. */
+export interface DesignIds { visits: Map<string, number>; forms: Map<string, number> }
+
+export interface StudyStructure { sites: SiteRow[]; ids: DesignIds }
 
 export interface StudySettings { apiEnabled?: boolean; enrolmentOpen?: boolean; locked?: boolean }
 
@@ -29,9 +40,10 @@ export interface StudyStore {
   /** Writes a study with its whole design (sites, visits, forms, fields, edit checks, mapping); returns its id. */
   insertDesign(design: StudyDesign, designHash: string): Promise<number>;
   updateSettings(studyId: number, settings: StudySettings): Promise<void>;
-  sites(studyId: number): Promise<SiteRow[]>;
-  /** Visit and form ids by code, for writing records. */
-  designIds(studyId: number): Promise<{ visits: Map<string, number>; forms: Map<string, number> }>;
+  /** The study's sites by number; from the row itself when it carries its structure. */
+  sites(study: Pick<StudyRow, 'id' | 'structure'>): Promise<SiteRow[]>;
+  /** Visit and form ids by code; from the row itself when it carries its structure. */
+  designIds(study: Pick<StudyRow, 'id' | 'structure'>): Promise<DesignIds>;
   /** Takes the next patient number of a site atomically (a row lock held to the end of the transaction). */
   takeNextSeq(siteId: number): Promise<number>;
 }
@@ -165,14 +177,17 @@ export interface StoredRecord extends RecordKey {
 }
 
 export interface RecordStore extends PatientRecords {
-  /** The saved records among these keys, read in one query. */
-  findByKeys(keys: RecordKey[]): Promise<StoredRecord[]>;
+  /** The saved records among these keys, read in one query; with `lock`, row-locked to the end of the transaction. */
+  findByKeys(keys: RecordKey[], options?: { lock: boolean }): Promise<StoredRecord[]>;
   /** The record, row-locked until the end of the transaction, so concurrent updates apply one after the other. */
   lockByKey(key: RecordKey): Promise<StoredRecord | undefined>;
-  /** Inserts unless the form instance exists (then undefined): two concurrent writers save it once. */
-  insertIfAbsent(record: Omit<StoredRecord, 'id'> & { studyId: number; siteId: number; source: string }): Promise<number | undefined>;
-  /** Replaces a record's content; its `source` stays the one of its first save. */
-  update(id: number, changes: Pick<StoredRecord, 'status' | 'values' | 'notDone' | 'tables'>): Promise<void>;
+  /**
+   * Inserts the form instances in one statement, each unless it exists: returns the keys and ids of
+   * those inserted, so two concurrent writers save an instance once and the other learns it lost.
+   */
+  insertMany(records: (Omit<StoredRecord, 'id'> & { studyId: number; siteId: number; source: string })[]): Promise<(RecordKey & { id: number })[]>;
+  /** Replaces the content of records in one statement; their `source` stays the one of their first save. */
+  updateMany(changes: Pick<StoredRecord, 'id' | 'status' | 'values' | 'notDone' | 'tables'>[]): Promise<void>;
 }
 
 export interface NewQuery {
@@ -189,7 +204,8 @@ export interface NewQuery {
 
 export interface QueryStore {
   /** The record's automatic and manual queries not yet closed (open or answered). */
-  openForRecord(recordId: number): Promise<{ id: number; fieldCode: string; origin: string; checkCode: string | null }[]>;
+  openForRecords(recordIds: number[]): Promise<{ id: number; recordId: number; fieldCode: string; origin: string; checkCode: string | null }[]>;
+  /** Inserts the queries in one statement; returns their ids in the order given. */
   insert(queries: NewQuery[]): Promise<number[]>;
   close(ids: number[]): Promise<void>;
 }
@@ -285,4 +301,18 @@ export interface FhirImportStore {
 export interface PatientRecords {
   /** Every saved record of a patient (the FHIR mapping compares against them). */
   forPatient(patientId: number): Promise<StoredRecord[]>;
+}
+
+/** Where an `Idempotency-Key` counts: one API key's use of it on one operation (a key belongs to one study). */
+export interface IdempotencyScope { apiKeyId: number; operation: string; key: string }
+
+/** The `Idempotency-Key`s of write requests and their first answers (src/domain/idempotency/onceForKey.ts). */
+export interface IdempotencyKeyStore {
+  /**
+   * Claims the key for the calling transaction, or returns the claim that holds it. A claim of a
+   * transaction still running is waited for; a claim older than `lifetimeHours` is taken over.
+   */
+  claim(scope: IdempotencyScope, fingerprint: string, lifetimeHours: number): Promise<{ fingerprint: string; result: unknown } | undefined>;
+  /** Keeps the answer of a key claimed by the calling transaction, and removes some keys older than `lifetimeHours`. */
+  keepResult(scope: IdempotencyScope, result: unknown, lifetimeHours: number): Promise<void>;
 }

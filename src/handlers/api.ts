@@ -3,8 +3,9 @@ import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { authenticateKey } from '../domain/apiKeys/authenticateKey.js';
 import { checkKeyAccess, type KeyRight } from '../domain/apiKeys/keyAccess.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, type FieldError } from '../domain/errors.js';
 import type { StudyRow } from '../domain/stores.js';
+import { isStorableText } from '../domain/storableText.js';
 import { findKeyWithStudy } from '../db/apiKeys.js';
 import { createStores } from '../db/stores.js';
 import { handlers } from './index.js';
@@ -31,6 +32,17 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
 
 /** Read calls refuse parameters they do not know, so a misspelt filter is never silently ignored. */
 const ALWAYS_ALLOWED_QUERY = new Set(['lang']);
+
+/**
+ * Query and path values that PostgreSQL could not even compare (a NUL, sent as `%00`): refused as
+ * malformed parameters rather than sent to the database, where they would fail the whole request.
+ */
+function unstorableParameters(c: Context): FieldError[] {
+  const locations = { query: c.request.query ?? {}, path: c.request.params ?? {} };
+  return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
+    .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
+    .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));
+}
 
 /** `Authorization: Bearer <value>`; anything else present is a malformed key. */
 function bearerOf(header: string | string[] | undefined): string | undefined {
@@ -138,8 +150,18 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
         ...((c.operation.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
       ]);
       const unknown = Object.keys(c.request.query ?? {}).filter((name) => !known.has(name));
-      if (unknown.length > 0) {
-        throw new DomainError('invalid_parameter', {}, unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })));
+      const errors: FieldError[] = [
+        ...unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })),
+        ...unstorableParameters(c),
+      ];
+      if (errors.length > 0) throw new DomainError('invalid_parameter', {}, errors);
+    },
+    preRoutingHandler: (_c: Context, ctx: KoaContext) => {
+      // openapi-backend decodes path parameters with decodeURIComponent, which throws on a broken escape (`%E0%A4%A`).
+      try {
+        decodeURIComponent(ctx.path);
+      } catch {
+        throw new DomainError('invalid_parameter', {}, [{ pointer: '/path', code: 'invalid_encoding' }]);
       }
     },
     notFound: () => {

@@ -2,29 +2,34 @@ import { importFhirRecord as importRecord } from '../domain/fhir/importFhirRecor
 import { entriesOfJson, parseFhirEntries } from '../domain/fhir/parseFhirBody.js';
 import { inTransaction } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
+import { answerOnce } from './idempotency.js';
 import type { OperationHandler } from './types.js';
 
 /**
  * POST /studies/{study_code}/fhir: a patient's FHIR R4 record mapped into the eCRF. JSON bodies
- * arrive parsed (koa-body), NDJSON bodies as text.
+ * arrive parsed (src/requestBody.ts), NDJSON bodies as text.
  */
 export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const body: unknown = c.request.requestBody;
   const entries = typeof body === 'string' ? parseFhirEntries(body, 'ndjson') : entriesOfJson(body ?? '');
   const mode = c.request.query.mode ?? 'review';
-  const result = await inTransaction(services.db.knex, (stores) => importRecord(stores, key, study, { subject: c.request.query.subject, mode, entries }));
-  return {
-    status: 201,
-    body: {
-      import: `${study.code}-${result.subject}-${result.number}`,
-      number: result.number,
-      subject: result.subject,
-      status: result.status,
-      mode: result.mode,
-      counts: result.counts,
-      review_url: `${services.config.baseUrl}/p/${encodeURIComponent(study.code)}/s/${encodeURIComponent(result.subject)}/fhir/${result.number}`,
-      items: result.items,
-    },
-  };
+  const subject = c.request.query.subject;
+  const request = { operation: 'importFhirRecord' as const, input: { subject, mode, body } };
+  return inTransaction(services.db.knex, (stores) => answerOnce(ctx, stores, request, async () => {
+    const result = await importRecord(stores, key, study, { subject, mode, entries });
+    return {
+      status: 201 as const,
+      body: {
+        import: `${study.code}-${result.subject}-${result.number}`,
+        number: result.number,
+        subject: result.subject,
+        status: result.status,
+        mode: result.mode,
+        counts: result.counts,
+        review_url: `${services.config.baseUrl}/p/${encodeURIComponent(study.code)}/s/${encodeURIComponent(result.subject)}/fhir/${result.number}`,
+        items: result.items,
+      },
+    };
+  }));
 };

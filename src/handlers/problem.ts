@@ -35,6 +35,7 @@ const STATUS: Record<string, number> = {
   fhir_other_patient: 422,
   fhir_two_patients: 422,
   fhir_identity_mismatch: 422,
+  idempotency_key_reused: 422,
   study_locked: 423,
   enrolment_closed: 423,
   rate_limited: 429,

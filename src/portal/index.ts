@@ -2,12 +2,13 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { DomainError, isDomainError } from '../domain/errors.js';
 import { resumeSession } from '../domain/people/staffSessions.js';
+import { isStorableText } from '../domain/storableText.js';
 import { createStores } from '../db/stores.js';
 import type { Lang } from '../handlers/messages/index.js';
 import { statusOf } from '../handlers/problem.js';
 import type { RequestState, Services } from '../handlers/requestState.js';
 import { checkCsrf } from './csrf.js';
-import { parseForm } from './formBody.js';
+import { formFields, parseForm } from './formBody.js';
 import { errorDetail, errorTitle } from './messages/index.js';
 import type { PortalContext, PortalState } from './portalState.js';
 import { renderPage } from './render.js';
@@ -82,6 +83,9 @@ export function createPortal(services: Services): Middleware<RequestState> {
       if (session?.userId) portalCtx.state.user = await stores.people.findUserById(session.userId);
       await parseForm(ctx, async () => undefined);
       checkCsrf(portalCtx);
+      // A NUL (`%00`) names no study, patient or import, and PostgreSQL could not even look it up.
+      if (/%00/.test(ctx.path)) throw new DomainError('portal_not_found');
+      if (Object.values(formFields(portalCtx)).flat().some((v) => typeof v === 'string' && !isStorableText(v))) throw new DomainError('portal_bad_form');
       let matched = true;
       await routes(portalCtx, async () => {
         matched = false;

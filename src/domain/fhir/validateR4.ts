@@ -22,7 +22,8 @@
 import { createRequire } from 'node:module';
 import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { DomainError } from '../errors.js';
-import { toEntries, type FhirInput } from './fhirEntry.js';
+import { isStorableText } from '../storableText.js';
+import { toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 
 // CommonJS with `exports.default`: see the same note in studyDesign/designSchema.ts.
 const Ajv = AjvModule.default;
@@ -94,9 +95,52 @@ export function prepareR4Validator(
  */
 export function validateR4(input: FhirInput): void {
   for (const entry of toEntries(input)) {
-    const name = entry.resource.id ? `${entry.resource.resourceType}/${entry.resource.id}` : entry.resource.resourceType;
+    // The id is not validated yet: an object there (even one with a `toString` member) must not be turned into text.
+    const id: unknown = entry.resource.id;
+    const name = typeof id === 'string' && id !== '' ? `${entry.resource.resourceType}/${id}` : entry.resource.resourceType;
+    const unfit = unfitMember(entry);
+    if (unfit !== undefined) throw notFhir(`${name} (entry ${entry.index}): ${unfit}`);
     validateResource(entry.resource as unknown as Record<string, unknown>, `${name} (entry ${entry.index})`, '');
   }
+}
+
+/**
+ * Far deeper than FHIR resources nest (the Synthea and HL7 fixtures: 8 levels), and shallow enough for the
+ * validators, which recurse once per level of `extension`, `contained` or a Bundle inside a Bundle.
+ */
+const MAX_DEPTH = 64;
+const UNSTORABLE = 'holds a character that cannot be stored (NUL or half of a surrogate pair)';
+
+/**
+ * What makes a resource unfit before its schema is even checked, as `<pointer> <why>`: nesting deeper than
+ * MAX_DEPTH, or a member name or string that PostgreSQL cannot keep. FHIR R4 forbids those characters
+ * (no code point below U+0020 but tab and line ends; FHIR JSON is UTF-8), yet its schema's patterns let
+ * them through, and left in they would fail the import when its items are stored. Walked with a stack
+ * rather than recursion, since a hostile file may nest a hundred thousand levels.
+ */
+function unfitMember(entry: FhirEntry): string | undefined {
+  if (entry.fullUrl !== undefined && !isStorableText(entry.fullUrl)) return `its Bundle entry's fullUrl ${UNSTORABLE}`;
+  // Building a pointer for every member of a 5 MB record costs more than the walk itself, so the first walk
+  // only looks; the second, taken in the same order, runs only for a refused file and names the place.
+  return firstUnfit(entry.resource, false) && firstUnfit(entry.resource, true);
+}
+
+function firstUnfit(resource: unknown, withPointers: boolean): string | undefined {
+  const stack: [value: unknown, pointer: string, depth: number][] = [[resource, '', 0]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [value, pointer, depth] = top;
+    if (typeof value === 'string') {
+      if (!isStorableText(value)) return `${pointer || '/'} ${UNSTORABLE}`;
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth === MAX_DEPTH) return `${pointer} nests deeper than ${MAX_DEPTH} levels`;
+      for (const key in value) {
+        const at = withPointers ? `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}` : '';
+        if (!isStorableText(key)) return `${at} ${UNSTORABLE}`;
+        stack.push([(value as Record<string, unknown>)[key], at, depth + 1]);
+      }
+    }
+  }
+  return undefined;
 }
 
 function validateResource(resource: Record<string, unknown>, label: string, pointer: string): void {

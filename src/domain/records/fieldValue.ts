@@ -1,3 +1,4 @@
+import { isStorableText } from '../storableText.js';
 import type { ColumnDef } from '../studyDesign/types.js';
 
 /** Why a value does not fit its field. */
@@ -13,8 +14,6 @@ const INTEGER = /^-?\d{1,15}$/;
 // A dot only: "1,234" could be a decimal comma or a thousands separator, and guessing would store a wrong number.
 const DECIMAL = /^-?(\d{1,15})(\.(\d{1,10}))?$/;
 const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
-/** NUL, or half of a surrogate pair: with the `u` flag a whole pair is one code point and does not match. */
-const UNSTORABLE = /[\u0000\p{Cs}]/u;
 
 function isRealDate(value: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return false;
@@ -71,8 +70,7 @@ export function parseFieldValue(field: ColumnDef, raw: string): ParsedValue {
     }
     case 'text':
       if (raw.length > MAX_TEXT) return { ok: false, code: 'too_long', params: { max: MAX_TEXT } };
-      // PostgreSQL cannot store NUL or a lone surrogate: refused here, they would fail the whole request.
-      if (UNSTORABLE.test(raw)) return { ok: false, code: 'invalid_character' };
+      if (!isStorableText(raw)) return { ok: false, code: 'invalid_character' };
       return { ok: true, canonical: raw, typed: raw };
   }
 }

@@ -40,6 +40,7 @@ export const en: Record<string, string> = {
   'too_many_records.detail': 'A request may carry at most {max} records; this one has {count}.',
   'unsupported_media_type.title': 'Unsupported content type',
   'unsupported_media_type.detail': 'This call does not accept the content type "{type}".',
+  'unsupported_media_type.detail.coding': 'This call does not accept the content coding "{coding}": send the body as it is, or compressed with gzip, deflate or br.',
   'unknown_form_or_visit.title': 'Unknown form or visit',
   'unknown_form_or_visit.detail': 'Records {indexes} name a form or visit this study does not have; nothing was loaded.',
   'unknown_site.title': 'Unknown site',
@@ -58,6 +59,8 @@ export const en: Record<string, string> = {
   'fhir_two_patients.detail': 'The file concerns more than one patient.',
   'fhir_identity_mismatch.title': 'Patient identity mismatch',
   'fhir_identity_mismatch.detail': 'The file does not match the identity linked to patient "{subject}": {reason}',
+  'idempotency_key_reused.title': 'Idempotency key used for another request',
+  'idempotency_key_reused.detail': 'This Idempotency-Key came with another request within the last {hours} hours. Send a new request with a new key.',
   'study_locked.title': 'Study locked',
   'study_locked.detail': 'The study database is locked; no data can be changed.',
   'enrolment_closed.title': 'Enrolment closed',
@@ -79,6 +82,10 @@ export const en: Record<string, string> = {
   'field.unknown_site': 'Site "{site}" is not one of the sites of this API key.',
   'field.unknown_parameter': 'Unknown parameter "{name}".',
   'field.instant_out_of_range': 'The time must lie between the years 0001 and 9999 (UTC).',
+  'field.invalid_json': 'The body is not valid JSON.',
+  'field.invalid_utf8': 'The body is not UTF-8 text (JSON is always UTF-8).',
+  'field.invalid_content_coding': 'The body cannot be decompressed as its Content-Encoding says.',
+  'field.invalid_encoding': 'The path holds a percent sign that does not start a valid UTF-8 escape (%XX).',
   'field.subject_taken': 'The patient ID "{subject}" is already used in this study.',
 
   // Refusals of the command line and the portal.

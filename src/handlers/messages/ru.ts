@@ -39,6 +39,7 @@ export const ru: Record<string, string> = {
   'too_many_records.detail': 'В запросе может быть не более {max} записей; в этом {count}.',
   'unsupported_media_type.title': 'Неподдерживаемый тип содержимого',
   'unsupported_media_type.detail': 'Этот вызов не принимает тип содержимого "{type}".',
+  'unsupported_media_type.detail.coding': 'Этот вызов не принимает кодирование содержимого "{coding}": пришлите тело как есть или сжатым gzip, deflate или br.',
   'unknown_form_or_visit.title': 'Неизвестная форма или визит',
   'unknown_form_or_visit.detail': 'Записи {indexes} ссылаются на форму или визит, которых нет в исследовании; ничего не загружено.',
   'unknown_site.title': 'Неизвестный центр',
@@ -57,6 +58,8 @@ export const ru: Record<string, string> = {
   'fhir_two_patients.detail': 'Файл относится более чем к одному пациенту.',
   'fhir_identity_mismatch.title': 'Личность пациента не совпадает',
   'fhir_identity_mismatch.detail': 'Файл не совпадает с данными, связанными с пациентом "{subject}": {reason}',
+  'idempotency_key_reused.title': 'Ключ идемпотентности использован для другого запроса',
+  'idempotency_key_reused.detail': 'Этот Idempotency-Key уже пришёл с другим запросом за последние {hours} ч. Отправьте новый запрос с новым ключом.',
   'study_locked.title': 'Исследование заблокировано',
   'study_locked.detail': 'База данных исследования заблокирована; данные изменить нельзя.',
   'enrolment_closed.title': 'Набор закрыт',
@@ -77,6 +80,10 @@ export const ru: Record<string, string> = {
   'field.unknown_site': 'Центр "{site}" не входит в центры этого API-ключа.',
   'field.unknown_parameter': 'Неизвестный параметр "{name}".',
   'field.instant_out_of_range': 'Время должно лежать между 0001 и 9999 годами (UTC).',
+  'field.invalid_json': 'Тело запроса не является корректным JSON.',
+  'field.invalid_utf8': 'Тело запроса не является текстом в UTF-8 (JSON всегда в UTF-8).',
+  'field.invalid_content_coding': 'Тело запроса не удаётся распаковать согласно его Content-Encoding.',
+  'field.invalid_encoding': 'В пути есть знак процента, который не начинает правильную escape-последовательность UTF-8 (%XX).',
   'field.subject_taken': 'Номер пациента "{subject}" уже используется в этом исследовании.',
 
   // Отказы командной строки и портала.

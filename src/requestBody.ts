@@ -1,0 +1,90 @@
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
+import type { Readable, Transform } from 'node:stream';
+import { createBrotliDecompress, createUnzip } from 'node:zlib';
+import bourne from '@hapi/bourne';
+
+/**
+ * Why a request body could not be read. app.ts turns each into the problem of the call (413, 415, or the
+ * call's "not JSON" refusal).
+ */
+export type BodyFault = 'too_large' | 'unknown_coding' | 'corrupt_coding' | 'incomplete' | 'not_utf8' | 'not_json';
+
+export class UnreadableBody extends Error {
+  constructor(readonly fault: BodyFault, readonly coding = 'identity') {
+    super(fault);
+    this.name = 'UnreadableBody';
+  }
+}
+
+/** Content codings (RFC 9110 §8.4.1) a body may come in; `createUnzip` reads both gzip and zlib (`deflate`) data. */
+const DECODERS: Record<string, () => Transform> = { gzip: createUnzip, 'x-gzip': createUnzip, deflate: createUnzip, br: createBrotliDecompress };
+
+/** A byte order mark, which JSON text may start with (RFC 8259 §8.1) and which is dropped. */
+const BYTE_ORDER_MARK = 0xfeff;
+
+/**
+ * Reads an API request body as text, then as JSON when `json` is set (objects with a `__proto__` member are
+ * refused, as koa-body did). Read here rather than by koa-body because its decoder puts U+FFFD in place of
+ * bytes that are not UTF-8: the service would then store text the sender never wrote, so such a body is
+ * refused instead. `limit` bounds the decoded size, so a small compressed body cannot inflate past it.
+ * Whatever the fault, the rest of the body is drained, so the client reads the refusal, not a reset.
+ *
+ * @throws UnreadableBody
+ */
+export async function readBody(req: IncomingMessage, options: { limit: number; json: boolean }): Promise<unknown> {
+  const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  const decoder = coding === 'identity' ? undefined : DECODERS[coding]?.();
+  if (coding !== 'identity' && !decoder) {
+    req.resume();
+    throw new UnreadableBody('unknown_coding', coding);
+  }
+  const bytes = await collect(req, decoder, options.limit, coding);
+  // JSON text must be UTF-8 (RFC 8259 §8.1). isUtf8 checks it in native code, several times faster on a 5 MB
+  // record than a fatal TextDecoder; toString then decodes bytes already known to be valid.
+  if (!isUtf8(bytes)) throw new UnreadableBody('not_utf8', coding);
+  const decoded = bytes.toString('utf8');
+  const text = decoded.charCodeAt(0) === BYTE_ORDER_MARK ? decoded.slice(1) : decoded;
+  if (!options.json) return text;
+  try {
+    return bourne.parse(text, { protoAction: 'error' });
+  } catch {
+    throw new UnreadableBody('not_json', coding);
+  }
+}
+
+function collect(req: IncomingMessage, decoder: Transform | undefined, limit: number, coding: string): Promise<Buffer> {
+  const source: Readable = decoder ? req.pipe(decoder) : req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const stop = (fault: BodyFault) => {
+      if (done) return;
+      done = true;
+      source.off('data', onData);
+      if (decoder) {
+        req.unpipe(decoder);
+        decoder.destroy();
+      }
+      req.resume();
+      reject(new UnreadableBody(fault, coding));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) stop('too_large');
+      else chunks.push(chunk);
+    };
+    source.on('data', onData);
+    source.once('end', () => {
+      done = true;
+      resolve(Buffer.concat(chunks, size));
+    });
+    // A decoder fails on data that is not in its coding; the request itself fails when the client goes away.
+    decoder?.once('error', () => stop('corrupt_coding'));
+    req.once('error', () => stop('incomplete'));
+    req.once('close', () => {
+      if (!req.complete) stop('incomplete');
+    });
+  });
+}

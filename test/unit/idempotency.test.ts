@@ -1,0 +1,68 @@
+import { expect } from 'chai';
+import { isDomainError } from '../../src/domain/errors.js';
+import { onceForKey } from '../../src/domain/idempotency/onceForKey.js';
+import { requestFingerprint } from '../../src/domain/idempotency/requestFingerprint.js';
+import type { IdempotencyKeyStore, IdempotencyScope } from '../../src/domain/stores.js';
+
+/** Claims in a map: what the database does for one transaction at a time. */
+function fakeStore(): IdempotencyKeyStore & { kept: Map<string, { fingerprint: string; result: unknown }> } {
+  const kept = new Map<string, { fingerprint: string; result: unknown }>();
+  const id = (s: IdempotencyScope) => `${s.apiKeyId}/${s.operation}/${s.key}`;
+  return {
+    kept,
+    async claim(scope, fingerprint) {
+      const held = kept.get(id(scope));
+      if (held) return held;
+      kept.set(id(scope), { fingerprint, result: null });
+      return undefined;
+    },
+    async keepResult(scope, result) {
+      kept.get(id(scope))!.result = JSON.parse(JSON.stringify(result));
+    },
+  };
+}
+
+describe('idempotency: requestFingerprint', () => {
+  const body = { records: [{ subject: '01-001', values: { sbp: '120', dbp: '80' } }, { subject: '01-002' }] };
+
+  it('is the same for the same data with members in another order', () => {
+    const reordered = { records: [{ values: { dbp: '80', sbp: '120' }, subject: '01-001' }, { subject: '01-002' }] };
+    expect(requestFingerprint('submitFormRecords', reordered)).to.equal(requestFingerprint('submitFormRecords', body));
+  });
+
+  for (const [name, other] of [
+    ['a changed value', { records: [{ subject: '01-001', values: { sbp: '121', dbp: '80' } }, { subject: '01-002' }] }],
+    ['array items in another order', { records: [{ subject: '01-002' }, { subject: '01-001', values: { sbp: '120', dbp: '80' } }] }],
+    ['a value of another type', { records: [{ subject: '01-001', values: { sbp: 120, dbp: '80' } }, { subject: '01-002' }] }],
+  ] as const) {
+    it(`differs for ${name}`, () => {
+      expect(requestFingerprint('submitFormRecords', other)).to.not.equal(requestFingerprint('submitFormRecords', body));
+    });
+  }
+
+  it('differs per operation for the same body', () => {
+    expect(requestFingerprint('createPatient', body)).to.not.equal(requestFingerprint('submitFormRecords', body));
+  });
+});
+
+describe('idempotency: onceForKey', () => {
+  const scope = { apiKeyId: 1, operation: 'createPatient', key: 'k-1' };
+
+  it('runs the write once and replays its kept result for the same request', async () => {
+    const store = fakeStore();
+    let runs = 0;
+    const run = async () => ({ status: 201, body: { subject: `01-00${++runs}` } });
+    expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: false });
+    expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: true });
+    expect(runs).to.equal(1);
+  });
+
+  it('refuses another request under a used key with idempotency_key_reused, without running it', async () => {
+    const store = fakeStore();
+    await onceForKey(store, scope, { site: '01' }, async () => 'first');
+    let ran = false;
+    const refused = await onceForKey(store, scope, { site: '02' }, async () => { ran = true; return 'second'; }).catch((e: unknown) => e);
+    expect(isDomainError(refused) && refused.code).to.equal('idempotency_key_reused');
+    expect(ran).to.equal(false);
+  });
+});
