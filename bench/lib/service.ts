@@ -74,10 +74,12 @@ export async function startProcess(name: string, args: string[], env: NodeJS.Pro
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s:\n${stderr}`)), 60_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onStdout = (chunk: Buffer) => {
       stdout += chunk.toString();
-      if (ready.test(stdout)) { clearTimeout(timer); resolve(); }
-    });
+      // Once ready, stdout (the access log) is only drained: kept, it would grow with every request.
+      if (ready.test(stdout)) { clearTimeout(timer); child.stdout!.off('data', onStdout); resolve(); }
+    };
+    child.stdout!.on('data', onStdout);
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with ${code} before it was ready:\n${stderr}`)); });
   });
   child.stdout!.resume();

@@ -52,18 +52,39 @@ export interface PulledRecord {
 const status = (error: unknown): number | undefined => (error as { response?: { status?: number } }).response?.status;
 
 function hospitalError(error: unknown, what: string): FhirPullError {
+  if (error instanceof FhirPullError) return error;
   const code = status(error);
   return new FhirPullError('fhir_server_error', `The FHIR server answered ${code ?? (error as Error).message} to ${what}.`, { status: code });
+}
+
+/**
+ * The next page's address, when the server gives one that may be followed. The hospital's server is
+ * trusted with the patient's record, not with where this machine sends requests (OWASP API10): a link
+ * outside the base address the operator named is refused, as is a page already read, since a server
+ * that pages in a circle would never let the pull end.
+ */
+function nextPageUrl(page: Bundle, base: string, read: Set<string>): string | undefined {
+  const next = page.link?.find((l) => l.relation === 'next')?.url;
+  if (!next) return undefined;
+  const root = new URL(`${base}/`);
+  const url = URL.canParse(next, root) ? new URL(next, root) : undefined;
+  if (!url || url.origin !== root.origin || !url.pathname.startsWith(root.pathname)) {
+    throw new FhirPullError('fhir_paging_refused', `The FHIR server's next page is outside ${base}; it is not followed.`, { next: url ? `${url.origin}${url.pathname}` : next });
+  }
+  if (read.has(url.href)) throw new FhirPullError('fhir_paging_refused', `The FHIR server's paging leads back to a page already read (${url.pathname}).`);
+  read.add(url.href);
+  return next;
 }
 
 /** Every resource of a search or operation, page after page. */
 async function allPages(client: Client, first: Bundle, count: { pages: number }): Promise<Resource[]> {
   const resources: Resource[] = [];
+  const read = new Set<string>();
   for (let page: Bundle | undefined = first; page; ) {
     count.pages += 1;
     for (const entry of page.entry ?? []) if (entry.resource) resources.push(entry.resource);
-    const link = page.link ?? [];
-    page = (await client.nextPage({ bundle: { ...page, link } })) as Bundle | undefined;
+    const next = nextPageUrl(page, client.baseUrl, read);
+    page = next ? ((await client.nextPage({ bundle: { ...page, link: [{ relation: 'next', url: next }] } })) as Bundle | undefined) : undefined;
   }
   return resources;
 }

@@ -125,6 +125,28 @@ describe('sdx fhir push: a patient pulled from a hospital FHIR server into the s
     expect(noKey.out.error.code).to.equal('usage');
   });
 
+  it('follows no next page outside the server\'s base address and no paging loop: the pull stops with fhir_paging_refused, sending nothing', async () => {
+    const file = 'smart-buster-hoeger-235kb.json';
+    const bystander = await startFhirServer([]);
+    const elsewhere = await startFhirServer([`${SYNTHEA}/${file}`], { pageSize: 20, nextLink: (next) => next.replace(/^http:\/\/[^/]+\/fhir/, bystander.base) });
+    const circle = await startFhirServer([`${SYNTHEA}/${file}`], { pageSize: 20, nextLink: (next) => next.replace(/_page=\d+/, '_page=1') });
+    const imports = async () => Number((await app.db.knex('fhir_imports').count({ n: '*' }))[0].n);
+    const before = await imports();
+    try {
+      for (const server of [elsewhere, circle]) {
+        const pushed = await push(['--from', server.base, '--patient', patientIds[file], '--study', world.code, '--subject', enrolled[file], '--key', world.key, '--api', proxy.url]);
+        expect(pushed.code).to.equal(1);
+        expect(pushed.out.error.code).to.equal('fhir_paging_refused');
+      }
+      expect(bystander.requests, 'the address the hospital server named was never asked').to.deep.equal([]);
+      // The circle: the first page, then page 1 once more through its link, and no further.
+      expect(circle.requests.filter((r) => r.includes('$everything'))).to.have.length(2);
+      expect(await imports()).to.equal(before);
+    } finally {
+      await Promise.all([bystander.close(), elsewhere.close(), circle.close()]);
+    }
+  });
+
   it('sent nothing the contract proxy found breaking the spec', () => {
     expect(proxy.requests).to.be.at.least(3);
     expect(proxy.violations).to.deep.equal([]);

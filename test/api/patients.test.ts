@@ -191,7 +191,7 @@ describe('createPatient', () => {
     }
   });
 
-  it('numbers 50 simultaneous enrolments sent to two service processes without a duplicate or a gap per site', async () => {
+  it('numbers 50 simultaneous enrolments sent to two service processes without a duplicate or a gap per site, with one audit row per enrolment', async () => {
     const race = await createStudyWorld(app.db.knex, demoDesign('RACE'));
     const second = await startServiceProcess({});
     try {
@@ -220,6 +220,10 @@ describe('createPatient', () => {
       }
       const answered = new Set(assigned.map((r) => r.body.subject));
       expect(answered.size).to.equal(50);
+      // One audit row per patient enrolled, and none for a refused enrolment.
+      const audited = await app.db.knex('audit_events as a').join('studies as st', 'st.id', 'a.study_id').leftJoin('patients as p', 'p.id', 'a.patient_id')
+        .where({ 'st.code': race.code, 'a.action': 'patient.enrolled' }).select('p.subject');
+      expect(audited.map((a: { subject: string }) => a.subject).sort()).to.deep.equal(rows.map((r: { subject: string }) => r.subject).sort());
     } finally {
       await second.stop();
     }

@@ -43,7 +43,8 @@ function patientOf(resource: Resource): string | undefined {
   return ref?.startsWith('Patient/') ? ref.slice('Patient/'.length) : undefined;
 }
 
-export async function startFhirServer(files: string[], options: { everything?: boolean; pageSize?: number } = {}): Promise<FhirServer> {
+/** `nextLink` rewrites each page's `next` address, to play a server that pages elsewhere or in a circle. */
+export async function startFhirServer(files: string[], options: { everything?: boolean; pageSize?: number; nextLink?: (next: string) => string } = {}): Promise<FhirServer> {
   const resources = files.flatMap(loadBundle);
   const pageSize = options.pageSize ?? 50;
   const requests: string[] = [];
@@ -63,7 +64,8 @@ export async function startFhirServer(files: string[], options: { everything?: b
     if (number * pageSize < matches.length) {
       const next = new URL(url.href);
       next.searchParams.set('_page', String(number + 1));
-      link.push({ relation: 'next', url: `${base}${next.pathname.replace(/^\/fhir/, '')}${next.search}` });
+      const address = `${base}${next.pathname.replace(/^\/fhir/, '')}${next.search}`;
+      link.push({ relation: 'next', url: options.nextLink ? options.nextLink(address) : address });
     }
     return {
       resourceType: 'Bundle', type: 'searchset', total: matches.length, link,
