@@ -4,6 +4,9 @@ import type { PageRequest, ReadFilters, ReadScope, ReadStore } from '../domain/s
 /** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
 const WATERMARK_MARGIN_MS = 1000;
 
+/** A timestamp written as Date.toISOString() does (milliseconds cut, not rounded, as pg's parser does). */
+const ISO_INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
 /**
  * The read calls' queries. Each page is one indexed keyset query (`id > after order by id limit n`),
  * so page 200 costs what page 1 costs, and the visibility rules (sites, blinded forms, withdrawn
@@ -58,7 +61,9 @@ export function readStore(db: Knex): ReadStore {
           .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id'),
         scope, filters, 'r',
       ).select('r.id', 'p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status', 'r.source',
-        'r.updated_at', 'r.values', 'r.not_done', 'r.tables');
+        // As text, for the answer as it is (RecordReadRow): no JSON or date parsing per row.
+        db.raw(`to_char(r.updated_at at time zone 'UTC', ${ISO_INSTANT}) as updated_at`),
+        db.raw('r.values::text as values'), db.raw('r.not_done::text as not_done'), db.raw('r.tables::text as tables'));
       formAndVisit(q, scope, filters, 'r');
       if (filters.status !== undefined) q.where('r.status', filters.status);
       const rows = await keyset(q, 'r.id', page, 'r.updated_at');

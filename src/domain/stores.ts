@@ -232,9 +232,20 @@ export interface PageRequest {
 }
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
+/** JSON text exactly as the database keeps it, passed through to the answer without being parsed. */
+export type JsonText = string;
+
+/**
+ * A record as a read page returns it. Its content and time come as text, ready for the answer: a bulk
+ * load reads 100,000 of them, and parsing them into objects only to write them out again was most of
+ * its cost.
+ */
 export interface RecordReadRow {
   id: number; subject: string; site: string; visit: string; form: string; instance: number; status: string; source: string;
-  updatedAt: Date; values: Record<string, string>; notDone: Record<string, string>; tables: Record<string, Record<string, string>[]>;
+  /** ISO 8601 UTC with milliseconds, as Date.toISOString() writes it. */
+  updatedAt: string;
+  /** The JSON of `values` (field code → value), `not_done` (field code → mark) and `tables` (field code → rows). */
+  values: JsonText; notDone: JsonText; tables: JsonText;
 }
 export interface QueryReadRow {
   id: number; subject: string; site: string; visit: string; instance: number; form: string; field: string; status: string;

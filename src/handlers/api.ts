@@ -9,6 +9,7 @@ import { isStorableText } from '../domain/storableText.js';
 import { findKeyWithStudy } from '../db/apiKeys.js';
 import { createStores } from '../db/stores.js';
 import { handlers } from './index.js';
+import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
 import type { Services } from './requestState.js';
 import type { KoaContext, OperationId } from './types.js';
@@ -172,13 +173,18 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     },
     postResponseHandler: (c: Context, ctx: KoaContext) => {
       const reply = c.response as { status: number; body: unknown; headers?: Record<string, string> };
+      const serialized = reply.body instanceof SerializedJson ? reply.body.text : undefined;
       if (services.config.validateResponses && reply.status !== 304) {
-        const result = c.api.validateResponse(reply.body, c.operation, reply.status);
+        const body = serialized === undefined ? reply.body : JSON.parse(serialized);
+        const result = c.api.validateResponse(body, c.operation, reply.status);
         if (result.errors) throw new Error(`response of ${c.operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
       }
       ctx.status = reply.status;
       for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
-      if (reply.status !== 304) ctx.body = reply.body;
+      if (reply.status === 304) return;
+      // Koa would send a string as text/plain: the type goes first.
+      if (serialized !== undefined) ctx.type = 'application/json';
+      ctx.body = serialized ?? reply.body;
     },
   });
   api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);

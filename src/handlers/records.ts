@@ -1,5 +1,5 @@
 import { readPage } from '../domain/reads/readPage.js';
-import { toRecordPageDto } from './presenters/readRows.js';
+import { toRecordPageJson } from './presenters/readRows.js';
 import { readRequestOf, readStores } from './readRequest.js';
 import { submitRecords } from '../domain/records/submitRecords.js';
 import { inTransaction } from '../db/stores.js';
@@ -28,5 +28,5 @@ export const listFormRecords: OperationHandler<'listFormRecords'> = async (c, ct
   const { key, study, services } = authenticated(ctx);
   const stores = readStores(services);
   const page = await readPage(stores, key, study, 'records', readRequestOf(c.request.query), (...args) => stores.reads.recordsPage(...args));
-  return { status: 200, body: toRecordPageDto(page) };
+  return { status: 200, body: toRecordPageJson(page) };
 };

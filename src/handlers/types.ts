@@ -2,6 +2,7 @@ import type { Context } from 'openapi-backend';
 import type { ParameterizedContext } from 'koa';
 import type { operations } from '../../generated/openapi.js';
 import type { RequestState } from './requestState.js';
+import type { SerializedJson } from './serializedJson.js';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -9,9 +10,16 @@ type BodyOf<R> = R extends { content: infer C } ? (C extends Record<string, unkn
 type RequestBodyOf<K extends OperationId> =
   NonNullable<Op<K>['requestBody']> extends { content: infer C } ? (C extends Record<string, unknown> ? C[keyof C] : never) : never;
 
-/** One variant per declared status: an undeclared status or a wrong body does not compile. */
+/**
+ * One variant per declared status: an undeclared status or a wrong body does not compile. A body may
+ * come as JSON text already written (SerializedJson) of the declared shape.
+ */
 export type Reply<K extends OperationId> = {
-  [S in keyof Op<K>['responses']]: { status: S; body: BodyOf<Op<K>['responses'][S]>; headers?: Record<string, string> };
+  [S in keyof Op<K>['responses']]: {
+    status: S;
+    body: BodyOf<Op<K>['responses'][S]> | SerializedJson<BodyOf<Op<K>['responses'][S]>>;
+    headers?: Record<string, string>;
+  };
 }[keyof Op<K>['responses']];
 
 export type KoaContext = ParameterizedContext<RequestState>;

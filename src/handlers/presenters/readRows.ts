@@ -1,6 +1,7 @@
 import type { components } from '../../../generated/openapi.js';
 import type { Page } from '../../domain/reads/readPage.js';
 import type { PatientReadRow, QueryReadRow, RecordReadRow } from '../../domain/stores.js';
+import { SerializedJson } from '../serializedJson.js';
 
 type Wire = components['schemas'];
 
@@ -23,15 +24,19 @@ export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'
   };
 }
 
-export function toRecordPageDto(page: Page<RecordReadRow>): Wire['RecordPage'] {
-  return {
-    records: page.rows.map((r) => ({
+/**
+ * The records page as JSON text: each record's scalars are serialised here, and its values, not_done
+ * marks and table rows are spliced in as the database wrote them (RecordReadRow).
+ */
+export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire['RecordPage']> {
+  const records = page.rows.map((r) => {
+    const scalars: Omit<Wire['RecordRead'], 'values' | 'not_done' | 'tables'> = {
       id: r.id, subject: r.subject, site: r.site, visit: r.visit, form: r.form, instance: r.instance,
-      status: r.status as Wire['RecordRead']['status'], source: r.source as Wire['RecordRead']['source'],
-      updated_at: r.updatedAt.toISOString(), values: r.values, not_done: r.notDone as Wire['RecordRead']['not_done'], tables: r.tables,
-    })),
-    ...pageTail(page),
-  };
+      status: r.status as Wire['RecordRead']['status'], source: r.source as Wire['RecordRead']['source'], updated_at: r.updatedAt,
+    };
+    return `${JSON.stringify(scalars).slice(0, -1)},"values":${r.values},"not_done":${r.notDone},"tables":${r.tables}}`;
+  });
+  return new SerializedJson(`{"records":[${records.join(',')}],${JSON.stringify(pageTail(page)).slice(1)}`);
 }
 
 export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
