@@ -97,23 +97,18 @@ export async function loadRun(options: {
   seconds?: number;
   /** Bounded by count instead of time: requests in all (spread evenly over the connections). */
   amount?: number;
-  /** Offered requests per second over all connections (open loop), instead of as fast as answered. */
-  overallRate?: number;
   onStatus?: (integrator: number, status: number) => void;
   /** The processes answering (for CPU per request), and the bench database to find their backends. */
   measure?: { pids: number[]; knex?: Knex };
 }): Promise<LoadResult> {
   const { world } = options;
-  const pids = options.measure?.pids ?? [];
-  const before = await cpuSnapshot(options.measure?.knex, pids);
   const path = options.call === 'records' ? `/api/v1/studies/${world.study.code}/records` : `/api/v1/studies/${world.study.code}`;
   let nextClient = 0;
-  const result = await autocannon({
+  const { value: result, cpuPerRequest } = await withCpu(options.measure, (r) => Math.max(1, r.requests.total), () => autocannon({
     // autocannon spreads the connections over several urls (its types declare only one)
     url: options.urls as unknown as string,
     connections: options.connections ?? INTEGRATORS,
     ...(options.amount ? { amount: options.amount } : { duration: options.seconds ?? 5 }),
-    ...(options.overallRate ? { overallRate: options.overallRate } : {}),
     timeout: 20,
     setupClient: (client) => {
       const index = nextClient++ % world.integrators.length;
@@ -128,11 +123,7 @@ export async function loadRun(options: {
         ...(options.onStatus ? { onResponse: (status: number) => options.onStatus!(index, status) } : {}),
       }]);
     },
-  });
-  const after = await cpuSnapshot(options.measure?.knex, pids);
-  // Backends that closed during the run are missed; the pool keeps its connections while it is busy.
-  for (const [pid] of before.backends) if (!after.backends.has(pid)) after.backends.set(pid, before.backends.get(pid)!);
-  const requests = Math.max(1, result.requests.total);
+  }));
   const statuses: Record<string, number> = {};
   for (const [code, stat] of Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = stat.count;
   return {
@@ -142,10 +133,65 @@ export async function loadRun(options: {
     requests: result.requests.total,
     statuses,
     errors: result.errors + result.timeouts,
-    cpuPerRequest: {
-      service: (after.service - before.service) / requests,
-      database: databaseCpuBetween(before.backends, after.backends) / requests,
-    },
+    cpuPerRequest,
+  };
+}
+
+/** Runs `run`, and the CPU per request it cost the processes under test and their PostgreSQL backends. */
+async function withCpu<T>(measure: { pids: number[]; knex?: Knex } | undefined, requestsOf: (value: T) => number, run: () => Promise<T>): Promise<{ value: T; cpuPerRequest: LoadResult['cpuPerRequest'] }> {
+  const pids = measure?.pids ?? [];
+  const before = await cpuSnapshot(measure?.knex, pids);
+  const value = await run();
+  const after = await cpuSnapshot(measure?.knex, pids);
+  // Backends that closed during the run are missed; the pool keeps its connections while it is busy.
+  for (const [pid] of before.backends) if (!after.backends.has(pid)) after.backends.set(pid, before.backends.get(pid)!);
+  const requests = requestsOf(value);
+  return {
+    value,
+    cpuPerRequest: { service: (after.service - before.service) / requests, database: databaseCpuBetween(before.backends, after.backends) / requests },
+  };
+}
+
+/**
+ * The design call offered open-loop at a steady `rate` over all integrators: integrator i sends every
+ * `integrators / rate` seconds, the integrators staggered evenly, each request on time whether or not
+ * the one before it was answered. Latency counts from the moment a request was due, so a client that
+ * falls behind shows as latency rather than hiding it. (autocannon's own rate option sends each
+ * connection's quota for the second in one burst at the start of it, which measures bursts of 50
+ * requests, not a steady rate.)
+ */
+export async function pacedRun(options: { url: string; world: LoadWorld; rate: number; seconds: number; measure?: { pids: number[]; knex?: Knex } }): Promise<LoadResult> {
+  const { world, rate, seconds } = options;
+  const url = `${options.url}/api/v1/studies/${world.study.code}`;
+  const interval = (1000 * world.integrators.length) / rate;
+  const { value: answers, cpuPerRequest } = await withCpu(options.measure, (a) => Math.max(1, a.length), async () => {
+    const start = performance.now() + 50;
+    const due: Promise<{ status: number | 'error'; ms: number }>[] = [];
+    world.integrators.forEach((integrator, i) => {
+      for (let at = start + (i * interval) / world.integrators.length; at < start + seconds * 1000; at += interval) {
+        due.push(new Promise((resolve) => {
+          setTimeout(() => {
+            fetch(url, { headers: { authorization: `Bearer ${integrator.key}` } })
+              .then(async (response) => { await response.arrayBuffer(); return response.status; }, () => 'error' as const)
+              .then((status) => resolve({ status, ms: performance.now() - at }));
+          }, at - performance.now());
+        }));
+      }
+    });
+    return Promise.all(due);
+  });
+  const statuses: Record<string, number> = {};
+  for (const a of answers) if (a.status !== 'error') statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  const latencies = answers.map((a) => a.ms).sort((a, b) => a - b);
+  const percentile = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)]);
+  return {
+    rps: answers.length / seconds,
+    p50: percentile(50),
+    p99: percentile(99),
+    requests: answers.length,
+    statuses,
+    errors: answers.filter((a) => a.status === 'error').length,
+    cpuPerRequest,
   };
 }
 
