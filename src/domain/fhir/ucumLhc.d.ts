@@ -31,7 +31,8 @@ declare module '@lhncbc/ucum-lhc' {
   }
 
   const ucum: {
-    UcumLhcUtils: { getInstance(): UcumLhcUtils };
+    /** getInstance() makes a new object on every call; the prototype is what they all share. */
+    UcumLhcUtils: { getInstance(): UcumLhcUtils; prototype: UcumLhcUtils };
   };
   export default ucum;
 }

@@ -13,11 +13,32 @@ type Converter = (value: number) => number;
 const utils = ucum.UcumLhcUtils.getInstance();
 
 /**
+ * Asks the library without letting it print: for some unit strings it cannot parse it writes the string,
+ * as the file sent it, with console.log. On stdout, among the access log's JSON lines, that would be
+ * client text in the service's logs (a forged log line, or a patient's data). The call is synchronous,
+ * so nothing else logs while console.log is silenced.
+ */
+function convertQuietly(...args: Parameters<typeof utils.convertUnitTo>): ReturnType<typeof utils.convertUnitTo> {
+  const log = console.log;
+  console.log = () => undefined;
+  try {
+    return utils.convertUnitTo(...args);
+  } finally {
+    console.log = log;
+  }
+}
+
+/**
  * Converters by unit pair and molar mass. A file repeats a handful of units thousands of times, and the
  * library parses both unit strings on every call, so each pair is resolved once per process. The number
- * of distinct pairs is bounded by the units that occur in real files times the study's field units.
+ * of distinct pairs in real files is small: the units that occur in them times the study's field units.
  */
 const converters = new Map<string, Converter | null>();
+/**
+ * A bound on that cache, since the unit strings come from the files: a hostile file with a million made-up
+ * units would otherwise grow it for the life of the process. Far above what real files hold.
+ */
+const MAX_CONVERTERS = 10_000;
 
 /**
  * Converts a number from one UCUM unit to another.
@@ -42,6 +63,7 @@ function converterFor(fromUnit: string, toUnit: string, molarMass: number | unde
   let converter = converters.get(key);
   if (converter === undefined) {
     converter = resolveConverter(fromUnit, toUnit, molarMass);
+    if (converters.size >= MAX_CONVERTERS) converters.clear();
     converters.set(key, converter);
   }
   return converter;
@@ -54,11 +76,11 @@ function resolveConverter(fromUnit: string, toUnit: string, molarMass: number | 
   // surface), so units whose annotations differ are not convertible.
   if (annotations(fromUnit) !== annotations(toUnit)) return null;
   const options = molarMass === undefined ? {} : { molecularWeight: molarMass };
-  const probe = utils.convertUnitTo(fromUnit, 1, toUnit, options);
+  const probe = convertQuietly(fromUnit, 1, toUnit, options);
   if (probe.status !== 'succeeded' || probe.toVal === null || !Number.isFinite(probe.toVal)) return null;
   // Only special units (Cel, [degF], pH and the like) are not proportional; ask the library each time.
   if (probe.fromUnit?.isSpecial_ || probe.toUnit?.isSpecial_) {
-    return (value) => utils.convertUnitTo(fromUnit, value, toUnit, options).toVal ?? Number.NaN;
+    return (value) => convertQuietly(fromUnit, value, toUnit, options).toVal ?? Number.NaN;
   }
   const factor = probe.toVal;
   return (value) => value * factor;
