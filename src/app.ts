@@ -34,6 +34,18 @@ function bodyRefusal(error: UnreadableBody, operationId: string | undefined, typ
   return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
 }
 
+/** The headers every answer carries, whatever its status (SECURITY.md, API8). */
+export function securityHeaders(config: Pick<Config, 'baseUrl'>): Record<string, string> {
+  return {
+    'X-Content-Type-Options': 'nosniff',
+    'Cache-Control': 'no-store',
+    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+    'Referrer-Policy': 'no-referrer',
+    // Browsers honour it only over TLS: behind an https BASE_URL, the portal is never reached over plain http again.
+    ...(config.baseUrl.startsWith('https://') ? { 'Strict-Transport-Security': 'max-age=31536000' } : {}),
+  };
+}
+
 /** PostgreSQL unreachable or shutting down: the client should retry, not fix its request. */
 function databaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string; name?: string };
@@ -64,12 +76,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     ctx.state.requestId = randomUUID();
     ctx.state.lang = negotiateLang(ctx.query.lang, ctx.get('accept-language'));
     ctx.set('X-Request-Id', ctx.state.requestId);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-    ctx.set('Referrer-Policy', 'no-referrer');
-    // Browsers honour it only over TLS: behind an https BASE_URL, the portal is never reached over plain http again.
-    if (services.config.baseUrl.startsWith('https://')) ctx.set('Strict-Transport-Security', 'max-age=31536000');
+    ctx.set(securityHeaders(services.config));
     try {
       await next();
     } catch (error) {

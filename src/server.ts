@@ -3,6 +3,7 @@ import { createApp, createServices } from './app.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrator.js';
+import { listen } from './listen.js';
 import { prepareR4Validator } from './domain/fhir/validateR4.js';
 
 /**
@@ -17,7 +18,7 @@ export async function startServer(): Promise<Server> {
   // Compiling the FHIR R4 validators takes about a second: pay it at start-up, not on the first import.
   prepareR4Validator();
   const app = await createApp(createServices(config, db));
-  const server = app.listen(config.port);
+  const server = listen(app, config, config.port);
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   let stopping = false;

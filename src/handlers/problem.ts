@@ -24,6 +24,8 @@ const STATUS: Record<string, number> = {
   method_not_allowed: 405,
   subject_taken: 409,
   payload_too_large: 413,
+  request_too_large: 431,
+  malformed_request: 400,
   too_many_records: 413,
   unsupported_media_type: 415,
   invalid_body: 422,

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { loadSpec } from '../../src/handlers/spec.js';
@@ -136,4 +137,38 @@ describe('hostile input: every query and path parameter in the spec', function (
       expect(res.body.errors, path).to.deep.equal([{ pointer: '/path', code: 'invalid_encoding', message: 'The path holds a percent sign that does not start a valid UTF-8 escape (%XX).' }]);
     }
   });
+
+  it('answers a request line over 16 KB with 431 and a problem body, not Node\'s bare status line', async () => {
+    const answer = await rawExchange(app.baseUrl, `GET /api/v1/studies/${world.code}/records?subject=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${world.key}\r\n\r\n`);
+    expectRawProblem(answer, 431, 'request_too_large');
+  });
+
+  it('answers bytes that are not HTTP with 400 and a problem body', async () => {
+    const answer = await rawExchange(app.baseUrl, 'HELLO <script>\u0000 THERE\r\n\r\n');
+    expectRawProblem(answer, 400, 'malformed_request');
+  });
 });
+
+/** Sends `request` as it is on a new connection and returns everything the service sent back until it closed. */
+function rawExchange(baseUrl: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(Number(port), hostname, () => socket.end(request));
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+function expectRawProblem(answer: string, status: number, code: string): void {
+  const [head, body] = answer.split('\r\n\r\n');
+  expect(head).to.match(new RegExp(`^HTTP/1.1 ${status} `));
+  expect(head.toLowerCase()).to.include('content-type: application/problem+json');
+  for (const header of ['x-content-type-options: nosniff', 'cache-control: no-store', 'x-request-id: ']) expect(head.toLowerCase()).to.include(header);
+  const problem = JSON.parse(body);
+  expect(problem).to.include({ status, code });
+  expect(problem).to.have.all.keys('type', 'title', 'status', 'detail', 'code', 'request_id');
+  expect(body).to.not.match(/\bat \S+ \(|node:internal/);
+}
+

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, createServices } from '../../src/app.js';
+import { listen } from '../../src/listen.js';
 import type { Database } from '../../src/db/knex.js';
 import { assertMatchesSpec, operationOf } from './specValidation.js';
 import { testConfig, testDatabase } from './testDatabase.js';
@@ -33,8 +34,9 @@ export interface TestApp {
 /** The real service on an ephemeral port over the suite's database; `env` overrides its configuration. */
 export async function startTestApp(env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
   const db = await testDatabase();
-  const app = await createApp(createServices(testConfig(env), db));
-  const server: Server = app.listen(0, '127.0.0.1');
+  const services = createServices(testConfig(env), db);
+  const app = await createApp(services);
+  const server: Server = listen(app, services.config, 0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

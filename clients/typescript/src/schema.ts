@@ -266,7 +266,7 @@ export interface components {
          *
          *     | status | codes |
          *     |---|---|
-         *     | 400 | `invalid_parameter`, `invalid_after` |
+         *     | 400 | `invalid_parameter`, `invalid_after`, `malformed_request` (not HTTP/1.1; the answer is in English) |
          *     | 401 | `unauthorized`, `key_missing`, `key_malformed`, `key_unknown`, `key_revoked`, `key_expired`, `key_stopped` |
          *     | 403 | `right_missing`, `api_disabled` |
          *     | 404 | `study_not_found`, `not_found` |
@@ -276,6 +276,7 @@ export interface components {
          *     | 415 | `unsupported_media_type` |
          *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
          *     | 423 | `study_locked`, `enrolment_closed` |
+         *     | 431 | `request_too_large` (request line or headers over 16 KB, on any address; the answer is in English) |
          *     | 429 | `rate_limited` |
          *     | 500 | `internal` |
          *     | 503 | `unavailable` |
