@@ -2,6 +2,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { startEmbedded, stopEmbeddedIfUnused } from './embedded.js';
+import { holdPresence } from './presence.js';
 
 // Dates are calendar dates in a clinical record: keep them as 'YYYY-MM-DD' strings, never shifted by a time zone.
 pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
@@ -67,11 +68,7 @@ export async function openDatabase(config: Config, poolSize = 10): Promise<Datab
     pool: { min: 0, max: poolSize },
     log: knexLog,
   });
-  // On the shared embedded server, one connection held for this process's whole life tells the other
-  // processes it is still in use, even while the pool has idled down to no connection at all.
-  const presence = embedded ? new pg.Client({ connectionString: url, application_name: applicationName }) : undefined;
-  await presence?.connect();
-  presence?.on('error', () => undefined);
+  const presence = embedded ? await holdPresence(url, `${applicationName}-presence`) : undefined;
   return {
     knex,
     url,
@@ -79,12 +76,12 @@ export async function openDatabase(config: Config, poolSize = 10): Promise<Datab
       let others = 0;
       if (embedded) {
         const result = await knex
-          .raw("select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and application_name <> ?", [applicationName])
+          .raw("select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and application_name not in (?, ?)", [applicationName, presence!.applicationName])
           .catch(() => ({ rows: [{ n: 0 }] }));
         others = result.rows[0].n;
       }
       await knex.destroy();
-      await presence?.end().catch(() => undefined);
+      await presence?.end();
       if (embedded) await stopEmbeddedIfUnused(config.dataDir, others);
     },
   };

@@ -169,6 +169,12 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
     flowing = false;
     await flow;
     db = await openDatabase(testConfig({ DATABASE_URL: url }));
+    // The process that joined the server as its embedded one holds its presence connection again
+    // (src/db/presence.ts): without it, another process leaving would take the server for unused and stop it.
+    await until(async () => {
+      const { rows } = await db.knex.raw('select count(*)::int as n from pg_stat_activity where application_name like ?', [`sdx-${services.embedded.pid}-%-presence`]);
+      return rows[0].n === 1;
+    }, 'the embedded process to reopen its presence connection');
 
     const failures = answers.filter((a) => a.failure !== undefined);
     expect(failures, JSON.stringify(failures.slice(0, 3))).to.deep.equal([]);
