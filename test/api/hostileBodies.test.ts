@@ -1,10 +1,9 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
-import { expectNoFault, footprint, runs } from '../helpers/hostileInput.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import type { StudyWorld } from '../helpers/factories.js';
+import { expectNoFault, footprint, runs, startHostileWorld } from '../helpers/hostileInput.js';
+import type { TestApp } from '../helpers/testApp.js';
 
 /**
  * Request bodies hostile at the level of bytes, sent to every call that takes one: deep nesting, huge
@@ -33,14 +32,7 @@ describe('hostile input: request bodies', function () {
   let calls: { operationId: string; path: string; valid: () => Json; notJson: string; contentType: string }[];
 
   before(async () => {
-    app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
-      key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' },
-    });
-    subject = enrolled.body.subject;
-    await giveConsent(app.db.knex, world.code, subject, '2026-03-01');
+    ({ app, world, subject } = await startHostileWorld());
     const studyPath = `/api/v1/studies/${world.code}`;
     calls = [
       { operationId: 'createPatient', path: `${studyPath}/patients`, valid: () => ({ site: '01', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-09' }), notJson: 'invalid_body', contentType: 'application/json' },

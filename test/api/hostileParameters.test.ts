@@ -2,10 +2,9 @@ import net from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { loadSpec } from '../../src/handlers/spec.js';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
-import { expectNoFault, hostileString, runs } from '../helpers/hostileInput.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import type { StudyWorld } from '../helpers/factories.js';
+import { expectNoFault, hostileString, runs, startHostileWorld } from '../helpers/hostileInput.js';
+import type { TestApp } from '../helpers/testApp.js';
 
 /**
  * Every query and path parameter of every operation in spec/openapi.yaml (read from the spec, so a new
@@ -61,14 +60,9 @@ describe('hostile input: every query and path parameter in the spec', function (
   let bodies: Record<string, string>;
 
   before(async () => {
-    app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
-      key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' },
-    });
-    await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2026-03-01');
-    valid = { study_code: world.code, subject: enrolled.body.subject, file: 'swagger-ui.css' };
+    const started = await startHostileWorld();
+    ({ app, world } = started);
+    valid = { study_code: world.code, subject: started.subject, file: 'swagger-ui.css' };
     bodies = {
       createPatient: JSON.stringify({ site: '99', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' }),
       submitFormRecords: JSON.stringify({ records: [{ subject: 'nobody', visit: 'screening', form: 'vs', values: { sbp: '120' } }] }),

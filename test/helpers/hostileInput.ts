@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
-import type { Reply } from './testApp.js';
+import { createStudyWorld, giveConsent, type StudyWorld } from './factories.js';
+import { startTestApp, type Reply, type TestApp } from './testApp.js';
+import { resetDatabase } from './testDatabase.js';
 
 /**
  * What the hostile-input tests (test/api/hostile*.test.ts) share: strings an attacker sends, the check
@@ -91,3 +93,19 @@ export function escapeHtml(text: string): string {
 export function runs(numRuns: number): fc.Parameters<unknown> {
   return { numRuns, seed: 20261122 };
 }
+
+/**
+ * The service with a rate limit no property run reaches, on an emptied database holding the test study
+ * and one enrolled patient who gave consent, so a valid write is saved and a hostile one has data to harm.
+ */
+export async function startHostileWorld(): Promise<{ app: TestApp; world: StudyWorld; subject: string }> {
+  const app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
+  await resetDatabase(app.db.knex);
+  const world = await createStudyWorld(app.db.knex);
+  const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
+    key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' },
+  });
+  await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2026-03-01');
+  return { app, world, subject: enrolled.body.subject };
+}
+
