@@ -33,10 +33,6 @@ export function recordStore(db: Knex): RecordStore {
       const rows = await db(TABLE).where({ patient_id: patientId }).select(COLUMNS.split(', '));
       return rows.map(rowToRecord);
     },
-    async lockByKey(key) {
-      const row = await db(TABLE).where(keyColumns(key)).forUpdate().first();
-      return row ? rowToRecord(row) : undefined;
-    },
     async insertMany(records) {
       const rows = records.map((r) => ({
         ...keyColumns(r), study_id: r.studyId, site_id: r.siteId, source: r.source, status: r.status,

@@ -179,8 +179,6 @@ export interface StoredRecord extends RecordKey {
 export interface RecordStore extends PatientRecords {
   /** The saved records among these keys, read in one query; with `lock`, row-locked to the end of the transaction. */
   findByKeys(keys: RecordKey[], options?: { lock: boolean }): Promise<StoredRecord[]>;
-  /** The record, row-locked until the end of the transaction, so concurrent updates apply one after the other. */
-  lockByKey(key: RecordKey): Promise<StoredRecord | undefined>;
   /**
    * Inserts the form instances in one statement, each unless it exists: returns the keys and ids of
    * those inserted, so two concurrent writers save an instance once and the other learns it lost.

@@ -203,6 +203,8 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
 /**
  * Row-locks the saved records the chosen items go into (to the end of the transaction), so the check
  * against what the person saw and the write see the same content; the other records as they are.
+ * One statement, locking in id order as the records path does, so a confirmation and a records call
+ * writing the same forms queue rather than deadlock.
  */
 async function lockRecords(
   stores: Stores,
@@ -211,19 +213,17 @@ async function lockRecords(
   chosen: ReadonlySet<number>,
   ids: { visits: Map<string, number>; forms: Map<string, number> },
 ): Promise<CurrentRecord> {
-  const places = new Map<string, { visit: string; instance: number; form: string }>();
-  for (const position of chosen) {
+  const keys = [...chosen].flatMap((position) => {
     const { visit, form, instance } = items[position];
-    if (visit && form) places.set(`${visit}|${instance ?? 1}|${form}`, { visit, instance: instance ?? 1, form });
-  }
-  const locked = new Map<string, Awaited<ReturnType<RecordStore['lockByKey']>>>();
-  for (const [key, place] of places) {
-    const visitId = ids.visits.get(place.visit);
-    const formId = ids.forms.get(place.form);
-    if (visitId === undefined || formId === undefined) continue;
-    locked.set(key, await stores.records.lockByKey({ patientId: patient.id, visitId, formId, instance: place.instance }));
-  }
-  return (visit, instance, form) => locked.get(`${visit}|${instance}|${form}`);
+    const visitId = visit ? ids.visits.get(visit) : undefined;
+    const formId = form ? ids.forms.get(form) : undefined;
+    return visitId === undefined || formId === undefined ? [] : [{ patientId: patient.id, visitId, formId, instance: instance ?? 1 }];
+  });
+  const locked = await stores.records.findByKeys(keys, { lock: true });
+  const visitCodes = new Map([...ids.visits].map(([code, id]) => [id, code]));
+  const formCodes = new Map([...ids.forms].map(([code, id]) => [id, code]));
+  const byPlace = new Map(locked.map((r) => [`${visitCodes.get(r.visitId)}|${r.instance}|${formCodes.get(r.formId)}`, r]));
+  return (visit, instance, form) => byPlace.get(`${visit}|${instance}|${form}`);
 }
 
 /**
