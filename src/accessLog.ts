@@ -7,9 +7,9 @@ const KEY_LIKE = /sdx_[0-9A-Za-z]{8,}/g;
 
 /**
  * One JSON line per answered request on stdout: who asked what and how it ended, for operators.
- * It holds no secret (SECURITY.md, "Logs"): the path without its query string, of which only the
- * parameter names are kept (values such as `after` tokens or a sign-in page's `next` are the
- * client's) and anything shaped like a key value is cut short, and the id of the API key or of the signed-in person, never a key value, a cookie, a
+ * It holds no secret (SECURITY.md, "Logs"): the path, with anything shaped like a key value cut short;
+ * the names of the query parameters, not their values (`after` tokens or a sign-in page's `next` are
+ * the client's); and the id of the API key or of the signed-in person. Never a key value, a cookie, a
  * header or a body.
  */
 export function accessLog(write: (line: string) => void = (line) => process.stdout.write(line)): Middleware<RequestState> {
