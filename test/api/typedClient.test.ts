@@ -8,6 +8,7 @@ import {
   rowKey,
   sendFhirRecord,
   SdxApiError,
+  withIdempotentRetries,
   unwrap,
   type DeprecationNotice,
   type Row,
@@ -177,6 +178,83 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     const week4 = [];
     for await (const row of readRows(client, world.code, 'records', { subject: '01-001', visit: 'week4' })) week4.push(row);
     expect(week4.map((r) => [r.form, r.source, r.values.vsdate, r.values.hr])).to.deep.equal([['vs', 'fhir', '2026-03-30', '68']]);
+  });
+
+  describe('withIdempotentRetries: retries a write with one Idempotency-Key, so it is made once', () => {
+    const bundle = {
+      resourceType: 'Bundle' as const, type: 'collection' as const,
+      entry: [{ resource: { resourceType: 'Patient' as const, id: 'p-1', gender: 'female' as const, birthDate: '1968-05-14' } }],
+    };
+    const importsOf = async (subject: string) => (await app.db.knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id')
+      .where('p.subject', subject).count<{ n: string }[]>({ n: '*' }))[0].n;
+
+    it('sends a FHIR record again after its answer was lost, and gets the first answer back instead of a second import', async () => {
+      const replayed: (string | null)[] = [];
+      let lost = 0;
+      const lossy = createSdxClient({
+        baseUrl: proxy.url,
+        key: world.key,
+        fetch: async (request) => {
+          const answer = await fetch(request);
+          replayed.push(answer.headers.get('idempotent-replayed'));
+          // The service committed and answered; the answer never reaches the client.
+          if (lost++ === 0) throw new TypeError('fetch failed');
+          return answer;
+        },
+      });
+      const before = Number(await importsOf('01-001'));
+      const waits: number[] = [];
+      const result = await withIdempotentRetries(
+        (key) => sendFhirRecord(lossy, world.code, '01-001', bundle, 'review', { idempotencyKey: key }),
+        { sleep: async (ms) => { waits.push(ms); } },
+      );
+      expect(waits).to.deep.equal([1000]);
+      expect(replayed).to.deep.equal([null, 'true']);
+      expect(Number(await importsOf('01-001'))).to.equal(before + 1);
+      expect(result).to.include({ subject: '01-001', number: before + 1, status: 'proposed' });
+    });
+
+    it('waits out a 503 for its Retry-After, then sends the records call once', async () => {
+      let refused = 0;
+      const keys: (string | null)[] = [];
+      const flaky = createSdxClient({
+        baseUrl: proxy.url,
+        key: world.key,
+        fetch: async (request) => {
+          keys.push(request.headers.get('idempotency-key'));
+          if (refused++ > 0) return fetch(request);
+          const problem = { type: 'about:blank', title: 'Service unavailable', status: 503, code: 'unavailable', detail: 'The database is not reachable; retry later.' };
+          return new Response(JSON.stringify(problem), { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '5' } });
+        },
+      });
+      const waits: number[] = [];
+      const result = await withIdempotentRetries((key) => (async () => unwrap(await flaky.POST('/api/v1/studies/{study_code}/records', {
+        params: { path: { study_code: world.code }, header: { 'Idempotency-Key': key } },
+        body: { records: [{ subject: '01-001', visit: 'week12', form: 'vs', values: { vsdate: '2026-05-25', sbp: '127', dbp: '81', hr: '70' } }] },
+      })))(), { sleep: async (ms) => { waits.push(ms); } });
+      expect(waits).to.deep.equal([5000]);
+      expect(result.results.map((r) => [r.status, r.code])).to.deep.equal([['ok', 'saved']]);
+      expect(keys).to.have.length(2);
+      expect(keys[0]).to.be.a('string').and.equal(keys[1]);
+    });
+
+    it('throws a refusal a retry cannot mend at once, and one that outlasts the attempts after the last', async () => {
+      let calls = 0;
+      const unknown = await withIdempotentRetries((key) => {
+        calls++;
+        return sendFhirRecord(client, world.code, '01-999', bundle, 'review', { idempotencyKey: key });
+      }, { sleep: async () => undefined }).catch((e: unknown) => e);
+      expect(unknown).to.be.instanceOf(SdxApiError).and.include({ status: 422, code: 'unknown_subject' });
+      expect(calls).to.equal(1);
+
+      let tries = 0;
+      const down = await withIdempotentRetries(async () => {
+        tries++;
+        throw new TypeError('fetch failed');
+      }, { attempts: 3, sleep: async () => undefined }).catch((e: unknown) => e);
+      expect(down).to.be.instanceOf(TypeError);
+      expect(tries).to.equal(3);
+    });
   });
 
   it('tells the integration when a call answers with Deprecation and Sunset (docs/versioning.md)', async () => {

@@ -7,6 +7,7 @@ export type FhirImport = Schemas['FhirImport'];
  * `application/fhir+json`, or NDJSON text (one resource per line) as `application/fhir+ndjson`.
  * `review` (the default) saves nothing and leaves the import for the site team at `review_url`;
  * `save` saves values that fill empty places and leaves changes to saved values for review.
+ * Pass an `idempotencyKey` (see withIdempotentRetries) to make a retry safe.
  */
 export async function sendFhirRecord(
   client: SdxClient,
@@ -14,10 +15,11 @@ export async function sendFhirRecord(
   subject: string,
   record: Schemas['FhirResource'] | string,
   mode: Schemas['FhirImportMode'] = 'review',
+  options: { idempotencyKey?: string } = {},
 ): Promise<FhirImport> {
   const ndjson = typeof record === 'string';
   return unwrap(await client.POST('/api/v1/studies/{study_code}/fhir', {
-    params: { path: { study_code: study }, query: { subject, mode } },
+    params: { path: { study_code: study }, query: { subject, mode }, ...(options.idempotencyKey ? { header: { 'Idempotency-Key': options.idempotencyKey } } : {}) },
     body: record,
     headers: { 'Content-Type': ndjson ? 'application/fhir+ndjson' : 'application/fhir+json' },
     // openapi-fetch would write a string as a JSON string; NDJSON goes as it is.
