@@ -4,7 +4,6 @@ import type { OpenAPIBackend } from 'openapi-backend';
 import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
 import type { Database } from './db/knex.js';
-import { createRateLimiter } from './db/rateLimits.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
@@ -54,7 +53,7 @@ function databaseUnavailable(error: unknown): boolean {
 }
 
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, rateLimiter: createRateLimiter(db.knex, config.rateLimitPerMinute), spec: loadSpec() };
+  return { config, db, spec: loadSpec() };
 }
 
 /**

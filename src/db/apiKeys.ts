@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
+import { RATE_WINDOW_MS, type RateWindow } from '../domain/apiKeys/rateWindow.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
+import { countRequestSql } from './rateLimits.js';
 import { rowToStudy, STRUCTURE_SQL, structureOf } from './studies.js';
 
 export const TABLE = 'api_keys';
@@ -10,7 +12,7 @@ export const TABLE = 'api_keys';
  * still works: one query, no cache, so a revocation or a demotion takes effect at the next request.
  * Written out as SQL rather than built with Knex, because it runs on every request and building it
  * cost more CPU than PostgreSQL spends running it. The key's columns are named rather than `k.*`, so
- * the prepared form of the lookup (findKeyWithStudy) survives a migration that adds a column.
+ * the prepared form of the lookup (findKeyForRequest) survives a migration that adds a column.
  */
 const KEY_COLUMNS = `k.id, k.study_id, k.name, k.fingerprint, k.hint, k.can_read, k.can_write, k.can_enrol, k.term_days,
   k.expires_at, k.created_by, k.created_at, k.revoked_at, k.last_used_at, k.request_count, k.rows_read,
@@ -62,20 +64,35 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * A key by fingerprint together with its study's row, in the same query: a request can only ever reach
- * its key's own study (checkKeyAccess), so the security step needs no second query for the study. The
- * study's design comes back only when this process has not parsed that design yet. It runs on every
- * API request, so it is a prepared statement: PostgreSQL plans it once per connection (planning
+ * What the security step of an API request needs, in one statement: the key by fingerprint, its study's
+ * row (a request can only ever reach its key's own study: checkKeyAccess), and the request counted
+ * against the key's rate window and request counter (countRequestSql) when the key works. One round
+ * trip, where a key query and a counting statement took two: on this machine each round trip costs a
+ * request more than the SQL it runs (bench/README.md).
+ *
+ * Requests refused with 401 are never counted, so the counting runs only for a key in the state
+ * `active`: `working` below is keyStateOf (src/domain/apiKeys/keyState.ts) written in SQL, at the same
+ * instant `at` as the domain checks (to the millisecond, as a JavaScript Date holds the expiry). The domain stays the authority; the security step refuses to go on
+ * if the two ever disagree, and test/integration/requestPath.test.ts holds them together state by state.
+ *
+ * The study's design comes back only when this process has not parsed that design yet. It runs on
+ * every API request, so it is a prepared statement: PostgreSQL plans it once per connection (planning
  * took longer than running it).
  */
-export async function findKeyWithStudy(db: Knex, fingerprint: Buffer): Promise<{ key: ApiKeyWithMaker; study: StudyRow } | undefined> {
-  const known = [...designs.keys()];
+export async function findKeyForRequest(db: Knex, fingerprint: Buffer, at: Date): Promise<KeyForRequest | undefined> {
   const { rows } = await db.raw(
-    `select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
-       case when st.design_hash = any(?::text[]) then null else st.design end as study_design
-     ${KEY_TABLES} where k.fingerprint = ?`,
-    [known, fingerprint],
-  ).options({ name: 'sdx_key_with_study' });
+    `with found as (
+       select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+         case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
+       ${KEY_TABLES} where k.fingerprint = :fingerprint
+     ),
+     working as (
+       select id from found where revoked_at is null and date_trunc('milliseconds', expires_at) > :at and maker_is_manager and (not can_read or maker_can_export)
+     ),
+     ${countRequestSql('working')}
+     select found.*, win.points as window_points, win.expire as window_expire from found left join win on true`,
+    { known: [...designs.keys()], fingerprint, at, now: at.getTime(), expire: at.getTime() + RATE_WINDOW_MS },
+  ).options({ name: 'sdx_key_for_request' });
   const row = rows[0] as KeyRecord | undefined;
   if (!row) return undefined;
   const hash: string = row.study_row.design_hash;
@@ -84,8 +101,19 @@ export async function findKeyWithStudy(db: Knex, fingerprint: Buffer): Promise<{
     design = row.study_design as StudyDesign;
     if (designs.size < DESIGNS_KEPT) designs.set(hash, deepFreeze(design));
   }
-  // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
-  return { key: rowToKeyWithMaker(row), study: { ...rowToStudy({ ...row.study_row, design }), structure: structureOf(row.study_structure) } };
+  return {
+    key: rowToKeyWithMaker(row),
+    // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
+    study: { ...rowToStudy({ ...row.study_row, design }), structure: structureOf(row.study_structure) },
+    window: row.window_points === null ? undefined : { points: row.window_points, expire: Number(row.window_expire) },
+  };
+}
+
+export interface KeyForRequest {
+  key: ApiKeyWithMaker;
+  study: StudyRow;
+  /** The key's rate window with this request counted; absent when the key does not work (the request is refused with 401). */
+  window: RateWindow | undefined;
 }
 
 export function apiKeyStore(db: Knex): ApiKeyStore {

@@ -3,11 +3,10 @@ import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { authenticateKey } from '../domain/apiKeys/authenticateKey.js';
 import { checkKeyAccess, type KeyRight } from '../domain/apiKeys/keyAccess.js';
+import { rateDecision } from '../domain/apiKeys/rateWindow.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
-import type { StudyRow } from '../domain/stores.js';
 import { isStorableText } from '../domain/storableText.js';
-import { findKeyWithStudy } from '../db/apiKeys.js';
-import { createStores } from '../db/stores.js';
+import { findKeyForRequest, type KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
@@ -78,8 +77,8 @@ function rememberRoutes(api: OpenAPIBackend): void {
   }) as typeof router.matchOperation;
 }
 
-/** The study read with the key by the security handler, until postSecurityHandler checks access to it. */
-const keyStudies = new WeakMap<KoaContext, StudyRow>();
+/** The key's study and rate window read by the security handler, until postSecurityHandler checks them. */
+const keyRequests = new WeakMap<KoaContext, KeyForRequest>();
 
 /**
  * The openapi-backend instance: routes by operationId, validates every request against the spec,
@@ -97,17 +96,16 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
 
   api.registerSecurityHandler('ApiKey', async (_c: Context, ctx: KoaContext) => {
     try {
-      const apiKeys = createStores(services.db.knex).apiKeys;
-      // The key's study comes in the key's own query: one round trip fewer on every call.
-      const withStudy = {
-        ...apiKeys,
+      const now = new Date();
+      // The key's study and the counting of the request come in the key's own query: one round trip per request.
+      const lookup = {
         async findByFingerprint(fingerprint: Buffer) {
-          const found = await findKeyWithStudy(services.db.knex, fingerprint);
-          if (found) keyStudies.set(ctx, found.study);
+          const found = await findKeyForRequest(services.db.knex, fingerprint, now);
+          if (found) keyRequests.set(ctx, found);
           return found?.key;
         },
       };
-      ctx.state.key = await authenticateKey(withStudy, bearerOf(ctx.request.headers.authorization));
+      ctx.state.key = await authenticateKey(lookup, bearerOf(ctx.request.headers.authorization), now);
       return ctx.state.key;
     } catch (error) {
       // openapi-backend treats any rejection as "unauthorized"; keep the error so a database fault is not reported as a bad key.
@@ -119,10 +117,12 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     unauthorizedHandler: (c: Context) => {
       throw (c.security as Record<string, { error?: unknown }>).ApiKey?.error ?? new DomainError('key_missing');
     },
-    postSecurityHandler: async (c: Context, ctx: KoaContext) => {
+    postSecurityHandler: (c: Context, ctx: KoaContext) => {
       const key = ctx.state.key;
       if (!c.security?.authorized || !key) return;
-      const rate = await services.rateLimiter.consume(key.keyId);
+      const found = keyRequests.get(ctx);
+      if (!found?.window) throw new Error('a working key came without its rate window: the SQL key state of findKeyForRequest disagrees with keyStateOf');
+      const rate = rateDecision(found.window, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));
       ctx.set('RateLimit-Reset', String(rate.resetSeconds));
@@ -130,8 +130,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       const studyCode = String(c.request.params.study_code);
       const right = OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any';
       // Only the key's own study can pass checkKeyAccess: any other code is refused exactly as an unknown one.
-      const keyStudy = keyStudies.get(ctx);
-      ctx.state.study = checkKeyAccess(key, studyCode, keyStudy?.code === studyCode ? keyStudy : undefined, right);
+      ctx.state.study = checkKeyAccess(key, studyCode, found.study.code === studyCode ? found.study : undefined, right);
     },
     validationFail: (c: Context) => {
       const records = (c.request.requestBody as { records?: unknown } | undefined)?.records;

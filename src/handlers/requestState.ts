@@ -1,6 +1,5 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/knex.js';
-import type { RateLimiter } from '../db/rateLimits.js';
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
 import type { StudyRow } from '../domain/stores.js';
 import type { Lang } from './messages/index.js';
@@ -9,7 +8,6 @@ import type { Lang } from './messages/index.js';
 export interface Services {
   config: Config;
   db: Database;
-  rateLimiter: RateLimiter;
   /** The contract as written in spec/openapi.yaml, served unchanged at /api/v1/openapi.json. */
   spec: Record<string, unknown>;
 }

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
-import { findKeyWithStudy } from '../../src/db/apiKeys.js';
+import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
+import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
+import { findKeyForRequest } from '../../src/db/apiKeys.js';
 import { insertRows } from '../../src/db/insertRows.js';
 import type { Database } from '../../src/db/knex.js';
-import { createRateLimiter } from '../../src/db/rateLimits.js';
 import { createStores } from '../../src/db/stores.js';
-import { createStudyWorld, demoDesign, type StudyWorld } from '../helpers/factories.js';
+import { addPerson, createStudyWorld, demoDesign, makeKey, type StudyWorld } from '../helpers/factories.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -22,14 +23,17 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     await createStudyWorld(db.knex, demoDesign('OTHER'));
   });
 
-  describe('findKeyWithStudy', () => {
+  describe('findKeyForRequest', () => {
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
       const fingerprint = fingerprintOf(world.key);
       const study = await stores.studies.findByCode('DEMO');
       for (let i = 0; i < 2; i++) {
-        const found = await findKeyWithStudy(db.knex, fingerprint);
-        expect(found!.key).to.deep.equal(await stores.apiKeys.findByFingerprint(fingerprint));
+        const found = await findKeyForRequest(db.knex, fingerprint, new Date());
+        // The key as it was before this request was counted.
+        const { requestCount, lastUsedAt, ...key } = found!.key;
+        const { requestCount: _c, lastUsedAt: _l, ...stored } = (await stores.apiKeys.findByFingerprint(fingerprint))!;
+        expect(key).to.deep.equal(stored);
         const { structure, ...row } = found!.study;
         expect(row).to.deep.equal(study);
         // The structure it carries is what the study store reads with its own queries.
@@ -40,35 +44,72 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
     it('gives each key its own study, and nothing for an unknown fingerprint', async () => {
       const other = await db.knex('api_keys as k').join('studies as s', 's.id', 'k.study_id').where('s.code', 'OTHER').first('k.fingerprint');
-      const found = await findKeyWithStudy(db.knex, other.fingerprint);
+      const found = await findKeyForRequest(db.knex, other.fingerprint, new Date());
       expect(found!.study.code).to.equal('OTHER');
       expect(found!.key.studyCode).to.equal('OTHER');
-      expect(await findKeyWithStudy(db.knex, fingerprintOf('sdx_nothing'))).to.equal(undefined);
+      expect(await findKeyForRequest(db.knex, fingerprintOf('sdx_nothing'), new Date())).to.equal(undefined);
     });
 
     it('hands out a frozen design, so no request can change what the next one reads', async () => {
-      const { study } = (await findKeyWithStudy(db.knex, fingerprintOf(world.key)))!;
+      const { study } = (await findKeyForRequest(db.knex, fingerprintOf(world.key), new Date()))!;
       expect(Object.isFrozen(study.design)).to.equal(true);
       expect(Object.isFrozen(study.design.forms[0].fields[0])).to.equal(true);
       expect(() => study.design.forms.push(study.design.forms[0])).to.throw(TypeError);
     });
-  });
 
-  describe('createRateLimiter', () => {
-    it('counts each request in the window and in the key, refuses past the limit, and starts a new window when one ends', async () => {
-      const limiter = createRateLimiter(db.knex, 3);
-      const before = await db.knex('api_keys').where({ id: world.keyId }).first('request_count', 'last_used_at');
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume(world.keyId));
-      expect(decisions.map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
-      for (const d of decisions) expect(d.resetSeconds).to.be.within(1, 60);
-      const after = await db.knex('api_keys').where({ id: world.keyId }).first('request_count', 'last_used_at');
-      expect(after.request_count).to.equal(before.request_count + 4);
+    it('counts each request in the window and in the key, and starts a new window when one ends', async () => {
+      const { key, id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
+      const windows = [];
+      for (let i = 0; i < 4; i++) windows.push((await findKeyForRequest(db.knex, fingerprintOf(key), new Date()))!.window!);
+      expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 3, 4]);
+      expect(windows.map((w) => rateDecision(w, 3)).map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
+      for (const w of windows) expect(rateDecision(w, 3).resetSeconds).to.be.within(1, 60);
+      const after = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
+      expect(after.request_count).to.equal(4);
       expect(after.last_used_at).to.be.instanceOf(Date);
-      expect(await db.knex('rate_limits').where({ key: `key:${world.keyId}` }).first('points')).to.deep.equal({ points: 4 });
+      expect(await db.knex('rate_limits').where({ key: `key:${id}` }).first('points')).to.deep.equal({ points: 4 });
 
-      await db.knex('rate_limits').where({ key: `key:${world.keyId}` }).update({ expire: Date.now() - 1 });
-      expect(await limiter.consume(world.keyId)).to.deep.include({ allowed: true, remaining: 2 });
+      await db.knex('rate_limits').where({ key: `key:${id}` }).update({ expire: Date.now() - 1 });
+      const fresh = (await findKeyForRequest(db.knex, fingerprintOf(key), new Date()))!.window!;
+      expect(rateDecision(fresh, 3)).to.deep.include({ allowed: true, remaining: 2 });
+    });
+
+    it('counts a request exactly when keyStateOf says the key works, in every state and at the expiry instant', async () => {
+      const at = new Date(Date.now() + 60_000);
+      await addPerson(db.knex, 'DEMO', 'demoted@sdx.test', { role: 'manager', canExport: true });
+      await addPerson(db.knex, 'DEMO', 'no-export@sdx.test', { role: 'manager', canExport: true });
+      const cases: Record<string, { maker?: string; canRead?: boolean; change?: (id: number) => Promise<void>; state: string }> = {
+        active: { state: 'active' },
+        revoked: { state: 'revoked', change: (id) => db.knex('api_keys').where({ id }).update({ revoked_at: new Date() }) },
+        'expired a millisecond ago': { state: 'expired', change: (id) => db.knex('api_keys').where({ id }).update({ expires_at: new Date(at.getTime() - 1) }) },
+        'expiring at this instant': { state: 'expired', change: (id) => db.knex('api_keys').where({ id }).update({ expires_at: at }) },
+        // PostgreSQL keeps microseconds, a JavaScript Date milliseconds: 0.5 ms after the instant is still that instant.
+        'expiring half a millisecond after it': { state: 'expired', change: (id) => db.knex.raw(`update api_keys set expires_at = ?::timestamptz + interval '500 microseconds' where id = ?`, [at, id]) },
+        'expiring a millisecond after it': { state: 'active', change: (id) => db.knex('api_keys').where({ id }).update({ expires_at: new Date(at.getTime() + 1) }) },
+        'maker no longer manager': {
+          state: 'stopped', maker: 'demoted@sdx.test',
+          change: async () => { await db.knex('study_roles').whereIn('user_id', db.knex('users').where({ email: 'demoted@sdx.test' }).select('id')).delete(); },
+        },
+        'read key of a maker without export': {
+          state: 'stopped', maker: 'no-export@sdx.test',
+          change: async () => { await db.knex('study_roles').whereIn('user_id', db.knex('users').where({ email: 'no-export@sdx.test' }).select('id')).update({ can_export: false }); },
+        },
+        'write key of a maker without export': { state: 'active', maker: 'no-export@sdx.test', canRead: false },
+      };
+      const made = new Map<string, { key: string; id: number }>();
+      for (const [name, c] of Object.entries(cases)) made.set(name, await makeKey(db.knex, { study: 'DEMO', by: c.maker ?? world.manager, name, canRead: c.canRead ?? true }));
+      for (const [name, c] of Object.entries(cases)) await c.change?.(made.get(name)!.id);
+
+      for (const [name, c] of Object.entries(cases)) {
+        const { key, id } = made.get(name)!;
+        const found = (await findKeyForRequest(db.knex, fingerprintOf(key), at))!;
+        const state = keyStateOf(found.key, at).state;
+        expect([name, state]).to.deep.equal([name, c.state]);
+        expect([name, found.window !== undefined]).to.deep.equal([name, state === 'active']);
+        const counted = await db.knex('api_keys').where({ id }).first('request_count');
+        expect([name, counted.request_count]).to.deep.equal([name, state === 'active' ? 1 : 0]);
+        expect([name, (await db.knex('rate_limits').where({ key: `key:${id}` })).length]).to.deep.equal([name, state === 'active' ? 1 : 0]);
+      }
     });
   });
 

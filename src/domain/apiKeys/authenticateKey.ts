@@ -10,7 +10,7 @@ import { keyStateOf } from './keyState.js';
  * key_unknown, key_revoked, key_expired, key_stopped (maker no longer manager, or a read key's
  * maker lost the export right).
  */
-export async function authenticateKey(apiKeys: ApiKeyStore, bearer: string | undefined, now = new Date()): Promise<KeyContext> {
+export async function authenticateKey(apiKeys: Pick<ApiKeyStore, 'findByFingerprint'>, bearer: string | undefined, now = new Date()): Promise<KeyContext> {
   if (!bearer) throw new DomainError('key_missing');
   if (!isWellFormedKey(bearer)) throw new DomainError('key_malformed');
   const fingerprint = fingerprintOf(bearer);
