@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { OpenAPIBackend } from 'openapi-backend';
 import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
+import { createKeyLookup } from './db/keyLookup.js';
 import type { Database } from './db/knex.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
@@ -53,7 +54,7 @@ function databaseUnavailable(error: unknown): boolean {
 }
 
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, spec: loadSpec() };
+  return { config, db, keyLookup: createKeyLookup(db.knex), spec: loadSpec() };
 }
 
 /**

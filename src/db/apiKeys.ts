@@ -12,7 +12,7 @@ export const TABLE = 'api_keys';
  * still works: one query, no cache, so a revocation or a demotion takes effect at the next request.
  * Written out as SQL rather than built with Knex, because it runs on every request and building it
  * cost more CPU than PostgreSQL spends running it. The key's columns are named rather than `k.*`, so
- * the prepared form of the lookup (findKeyForRequest) survives a migration that adds a column.
+ * the prepared form of the lookup (findKeysForRequests) survives a migration that adds a column.
  */
 const KEY_COLUMNS = `k.id, k.study_id, k.name, k.fingerprint, k.hint, k.can_read, k.can_write, k.can_enrol, k.term_days,
   k.expires_at, k.created_by, k.created_at, k.revoked_at, k.last_used_at, k.request_count, k.rows_read,
@@ -63,50 +63,10 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/**
- * What the security step of an API request needs, in one statement: the key by fingerprint, its study's
- * row (a request can only ever reach its key's own study: checkKeyAccess), and the request counted
- * against the key's rate window and request counter (countRequestSql) when the key works. One round
- * trip, where a key query and a counting statement took two: on this machine each round trip costs a
- * request more than the SQL it runs (bench/README.md).
- *
- * Requests refused with 401 are never counted, so the counting runs only for a key in the state
- * `active`: `working` below is keyStateOf (src/domain/apiKeys/keyState.ts) written in SQL, at the same
- * instant `at` as the domain checks (to the millisecond, as a JavaScript Date holds the expiry). The domain stays the authority; the security step refuses to go on
- * if the two ever disagree, and test/integration/requestPath.test.ts holds them together state by state.
- *
- * The study's design comes back only when this process has not parsed that design yet. It runs on
- * every API request, so it is a prepared statement: PostgreSQL plans it once per connection (planning
- * took longer than running it).
- */
-export async function findKeyForRequest(db: Knex, fingerprint: Buffer, at: Date): Promise<KeyForRequest | undefined> {
-  const { rows } = await db.raw(
-    `with found as (
-       select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
-         case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
-       ${KEY_TABLES} where k.fingerprint = :fingerprint
-     ),
-     working as (
-       select id from found where revoked_at is null and date_trunc('milliseconds', expires_at) > :at and maker_is_manager and (not can_read or maker_can_export)
-     ),
-     ${countRequestSql('working')}
-     select found.*, win.points as window_points, win.expire as window_expire from found left join win on true`,
-    { known: [...designs.keys()], fingerprint, at, now: at.getTime(), expire: at.getTime() + RATE_WINDOW_MS },
-  ).options({ name: 'sdx_key_for_request' });
-  const row = rows[0] as KeyRecord | undefined;
-  if (!row) return undefined;
-  const hash: string = row.study_row.design_hash;
-  let design = designs.get(hash);
-  if (!design) {
-    design = row.study_design as StudyDesign;
-    if (designs.size < DESIGNS_KEPT) designs.set(hash, deepFreeze(design));
-  }
-  return {
-    key: rowToKeyWithMaker(row),
-    // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
-    study: { ...rowToStudy({ ...row.study_row, design }), structure: structureOf(row.study_structure) },
-    window: row.window_points === null ? undefined : { points: row.window_points, expire: Number(row.window_expire) },
-  };
+/** One API request's key, as the security step asks for it: its fingerprint, and the instant its state is judged at. */
+export interface KeyRequest {
+  fingerprint: Buffer;
+  at: Date;
 }
 
 export interface KeyForRequest {
@@ -114,6 +74,81 @@ export interface KeyForRequest {
   study: StudyRow;
   /** The key's rate window with this request counted; absent when the key does not work (the request is refused with 401). */
   window: RateWindow | undefined;
+}
+
+/**
+ * What the security step of API requests needs, for a batch of requests in one statement
+ * (src/db/keyLookup.ts gathers them): each request's key by fingerprint, the key's study row (a request
+ * can only ever reach its key's own study: checkKeyAccess), and each request counted against its key's
+ * rate window and request counter (countRequestSql) when the key works. On this machine each round trip
+ * costs a request more than the SQL it runs (bench/README.md), and under load one statement now serves
+ * the many requests that arrived while the previous one ran.
+ *
+ * Requests refused with 401 are never counted, so counting covers only requests whose key is in the
+ * state `active` at the request's own instant: `working` below is keyStateOf
+ * (src/domain/apiKeys/keyState.ts) written in SQL, to the millisecond, as a JavaScript Date holds the
+ * expiry. The domain stays the authority; the security step stops if the two ever disagree, and
+ * test/integration/requestPath.test.ts holds them together state by state.
+ *
+ * Several requests of one key in a batch are counted as if they came one after the other, in the
+ * batch's order: the window grows by their number and each request gets its own place in it. Windows
+ * are written in key order, and keys' counters after all windows, so two batches sharing keys queue
+ * rather than deadlock.
+ *
+ * A study's design comes back only when this process has not parsed that design yet. The statement is
+ * prepared: PostgreSQL plans it once per connection (planning took longer than running it).
+ */
+export async function findKeysForRequests(db: Knex, requests: readonly KeyRequest[]): Promise<(KeyForRequest | undefined)[]> {
+  const { rows } = await db.raw(
+    `with req as (
+       select fingerprint, at, position from unnest(cast(:fingerprints as bytea[]), cast(:ats as timestamptz[])) with ordinality as r(fingerprint, at, position)
+     ),
+     found as (
+       select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+         case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
+       ${KEY_TABLES} where k.fingerprint in (select fingerprint from req)
+     ),
+     counting as (
+       select req.position, found.id from req join found on found.fingerprint = req.fingerprint
+       where found.revoked_at is null and date_trunc('milliseconds', found.expires_at) > req.at
+         and found.maker_is_manager and (not found.can_read or found.maker_can_export)
+     ),
+     working as (select id, count(*) as n from counting group by id order by id),
+     ${countRequestSql('working')}
+     select found.*, win.points as window_points, win.expire as window_expire,
+       (select array_agg(c.position order by c.position) from counting c where c.id = found.id) as counted_positions
+     from found left join win on win.key = 'key:' || found.id`,
+    {
+      fingerprints: requests.map((r) => r.fingerprint), ats: requests.map((r) => r.at), known: [...designs.keys()],
+      now: Date.now(), expire: Date.now() + RATE_WINDOW_MS,
+    },
+  ).options({ name: 'sdx_keys_for_requests' });
+  const answers: (KeyForRequest | undefined)[] = requests.map(() => undefined);
+  for (const row of rows as KeyRecord[]) {
+    const key = rowToKeyWithMaker(row);
+    const study = studyOfKeyRow(row);
+    const counted: number[] = (row.counted_positions ?? []).map(Number);
+    // Positions are 1-based (with ordinality); the counted requests take the window's last places, in order.
+    const first = row.window_points - counted.length + 1;
+    requests.forEach((request, i) => {
+      if (!request.fingerprint.equals(row.fingerprint)) return;
+      const place = counted.indexOf(i + 1);
+      answers[i] = { key, study, window: place < 0 ? undefined : { points: first + place, expire: Number(row.window_expire) } };
+    });
+  }
+  return answers;
+}
+
+/** The study row that came with a key, its design parsed once per process and design hash. */
+function studyOfKeyRow(row: KeyRecord): StudyRow {
+  const hash: string = row.study_row.design_hash;
+  let design = designs.get(hash);
+  if (!design) {
+    design = row.study_design as StudyDesign;
+    if (designs.size < DESIGNS_KEPT) designs.set(hash, deepFreeze(design));
+  }
+  // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
+  return { ...rowToStudy({ ...row.study_row, design }), structure: structureOf(row.study_structure) };
 }
 
 export function apiKeyStore(db: Knex): ApiKeyStore {

@@ -4,27 +4,28 @@
  * and time of last use (the keys table). The table keeps rate-limiter-flexible's layout (`key:<id>`,
  * points, expiry in epoch ms) and its upsert.
  *
- * It is not a statement of its own: it runs inside the key's query (findKeyForRequest), because each
+ * It is not a statement of its own: it runs inside the keys' query (findKeysForRequests), because each
  * round trip to the database costs a request more than the SQL it runs (bench/README.md).
  */
 export const TABLE = 'rate_limits';
 
 /**
- * Common table expressions that count one request of each key listed by the expression named `keys`
- * (a column `id`). `win` gives the window as counted, `points` and `expire`. Bindings: `:now` (epoch
- * ms) and `:expire` (the end of a window opened now). Concurrent requests of one key queue on the
- * window's row, then on the key's: the same order for every request, so they never deadlock.
+ * Common table expressions that count requests of the keys listed, in key order, by the expression named
+ * `keys` (columns `id` and `n`, the number of requests of that key). `win` gives each window as counted,
+ * `key`, `points` and `expire`. Bindings: `:now` (epoch ms) and `:expire` (the end of a window opened
+ * now). The windows' rows are locked in key order, then the keys' rows (an unreferenced expression runs
+ * after the statement's own query), so concurrent statements queue rather than deadlock.
  */
 export function countRequestSql(keys: string): string {
   return `win as (
-      insert into ${TABLE} as r (key, points, expire) select 'key:' || id, 1, :expire from ${keys}
+      insert into ${TABLE} as r (key, points, expire) select 'key:' || id, n, :expire from ${keys} order by id
       on conflict (key) do update set
-        points = case when r.expire <= :now then 1 else r.points + 1 end,
+        points = case when r.expire <= :now then excluded.points else r.points + excluded.points end,
         expire = case when r.expire <= :now then excluded.expire else r.expire end
-      returning points, expire
+      returning key, points, expire
     ),
     counted as (
-      update api_keys set request_count = request_count + 1, last_used_at = greatest(last_used_at, now())
-      where id in (select id from ${keys})
+      update api_keys k set request_count = k.request_count + c.n, last_used_at = greatest(k.last_used_at, now())
+      from ${keys} c where k.id = c.id
     )`;
 }

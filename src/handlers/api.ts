@@ -6,7 +6,7 @@ import { checkKeyAccess, type KeyRight } from '../domain/apiKeys/keyAccess.js';
 import { rateDecision } from '../domain/apiKeys/rateWindow.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
-import { findKeyForRequest, type KeyForRequest } from '../db/apiKeys.js';
+import type { KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
@@ -100,7 +100,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       // The key's study and the counting of the request come in the key's own query: one round trip per request.
       const lookup = {
         async findByFingerprint(fingerprint: Buffer) {
-          const found = await findKeyForRequest(services.db.knex, fingerprint, now);
+          const found = await services.keyLookup.find(fingerprint, now);
           if (found) keyRequests.set(ctx, found);
           return found?.key;
         },
@@ -121,7 +121,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       const key = ctx.state.key;
       if (!c.security?.authorized || !key) return;
       const found = keyRequests.get(ctx);
-      if (!found?.window) throw new Error('a working key came without its rate window: the SQL key state of findKeyForRequest disagrees with keyStateOf');
+      if (!found?.window) throw new Error('a working key came without its rate window: the SQL key state of findKeysForRequests disagrees with keyStateOf');
       const rate = rateDecision(found.window, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/knex.js';
+import type { KeyLookup } from '../db/keyLookup.js';
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
 import type { StudyRow } from '../domain/stores.js';
 import type { Lang } from './messages/index.js';
@@ -8,6 +9,8 @@ import type { Lang } from './messages/index.js';
 export interface Services {
   config: Config;
   db: Database;
+  /** The security step's key look-ups, gathered into batches per process. */
+  keyLookup: KeyLookup;
   /** The contract as written in spec/openapi.yaml, served unchanged at /api/v1/openapi.json. */
   spec: Record<string, unknown>;
 }

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
 import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
 import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
-import { findKeyForRequest } from '../../src/db/apiKeys.js';
+import { findKeysForRequests } from '../../src/db/apiKeys.js';
+import { createKeyLookup } from '../../src/db/keyLookup.js';
 import { insertRows } from '../../src/db/insertRows.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStores } from '../../src/db/stores.js';
@@ -23,7 +24,9 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     await createStudyWorld(db.knex, demoDesign('OTHER'));
   });
 
-  describe('findKeyForRequest', () => {
+  describe('findKeysForRequests', () => {
+    const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer, at: Date) => (await findKeysForRequests(knex, [{ fingerprint, at }]))[0];
+
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
       const fingerprint = fingerprintOf(world.key);
@@ -109,6 +112,33 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
         const counted = await db.knex('api_keys').where({ id }).first('request_count');
         expect([name, counted.request_count]).to.deep.equal([name, state === 'active' ? 1 : 0]);
         expect([name, (await db.knex('rate_limits').where({ key: `key:${id}` })).length]).to.deep.equal([name, state === 'active' ? 1 : 0]);
+      }
+    });
+
+    it('counts the requests of one batch one after the other, each in its own place, and answers each as if alone', async () => {
+      const a = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch A' });
+      const b = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch B' });
+      const revoked = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch revoked' });
+      await db.knex('api_keys').where({ id: revoked.id }).update({ revoked_at: new Date() });
+      const at = new Date();
+      const order = [a, a, undefined, revoked, b, a];
+      const found = await findKeysForRequests(db.knex, order.map((k) => ({ fingerprint: fingerprintOf(k?.key ?? 'sdx_nothing'), at })));
+      expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch revoked', 'Batch B', 'Batch A']);
+      expect(found.map((f) => f?.window?.points)).to.deep.equal([1, 2, undefined, undefined, 1, 3]);
+      for (const f of found.filter((f) => f?.window)) expect(f!.window!.expire - at.getTime()).to.be.within(59_000, 61_000);
+      const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id, revoked.id]).orderBy('id').pluck('request_count');
+      expect(counts).to.deep.equal([3, 1, 0]);
+      expect((await findKeyForRequest(db.knex, fingerprintOf(a.key), new Date()))!.window!.points).to.equal(4);
+    });
+
+    it('gathers concurrent look-ups into batches without losing, doubling or deadlocking a count, over two processes\' worth of lookups', async () => {
+      const keys = [await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 1' }), await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 2' })];
+      const lookups = [createKeyLookup(db.knex), createKeyLookup(db.knex)];
+      const answers = await Promise.all(Array.from({ length: 240 }, (_, i) => lookups[i % 2].find(fingerprintOf(keys[Math.floor(i / 3) % 2].key), new Date())));
+      for (const [n, key] of keys.entries()) {
+        const points = answers.filter((f) => f!.key.id === key.id).map((f) => f!.window!.points).sort((x, y) => x - y);
+        expect(points, `key ${n + 1}`).to.deep.equal(Array.from({ length: 120 }, (_, i) => i + 1));
+        expect((await db.knex('api_keys').where({ id: key.id }).first()).request_count).to.equal(120);
       }
     });
   });
