@@ -1,18 +1,13 @@
-import { createHash } from 'node:crypto';
-import { designForKey } from '../domain/studies/designForKey.js';
 import { createStores } from '../db/stores.js';
-import { toStudyDesignDto } from './presenters/studyDesign.js';
 import { authenticated } from './authenticated.js';
-import { SerializedJson } from './serializedJson.js';
+import { designAnswer } from './designAnswers.js';
 import type { OperationHandler } from './types.js';
 
 /** GET /studies/{study_code}: the design as the key may see it, with an ETag for cheap polling. */
 export const getStudyDesign: OperationHandler<'getStudyDesign'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const sites = await createStores(services.db.knex).studies.sites(study);
-  // Serialised once, for the ETag and as the answer itself.
-  const body = new SerializedJson<ReturnType<typeof toStudyDesignDto>>(JSON.stringify(toStudyDesignDto(study, designForKey(study, sites, key))));
-  const etag = `"${createHash('sha256').update(body.text).digest('base64url').slice(0, 32)}"`;
+  const { body, etag } = designAnswer(study, sites, key);
   const headers = { ETag: etag, 'Cache-Control': 'private, no-cache' };
   const ifNoneMatch = c.request.headers['if-none-match'] as string | string[] | undefined;
   const presented = (Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
