@@ -5,6 +5,7 @@ import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
 import { createKeyLookup } from './db/keyLookup.js';
 import type { Database } from './db/knex.js';
+import { createReadAhead } from './db/readAhead.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
@@ -54,7 +55,7 @@ function databaseUnavailable(error: unknown): boolean {
 }
 
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, keyLookup: createKeyLookup(db.knex), spec: loadSpec() };
+  return { config, db, keyLookup: createKeyLookup(db.knex), readAhead: createReadAhead(), spec: loadSpec() };
 }
 
 /**

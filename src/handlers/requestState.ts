@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/knex.js';
 import type { KeyLookup } from '../db/keyLookup.js';
+import type { ReadAhead } from '../db/readAhead.js';
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
 import type { StudyRow } from '../domain/stores.js';
 import type { Lang } from './messages/index.js';
@@ -11,6 +12,8 @@ export interface Services {
   db: Database;
   /** The security step's key look-ups, gathered into batches per process. */
   keyLookup: KeyLookup;
+  /** The read calls' next pages, read while the client takes in the current one. */
+  readAhead: ReadAhead;
   /** The contract as written in spec/openapi.yaml, served unchanged at /api/v1/openapi.json. */
   spec: Record<string, unknown>;
 }

@@ -1,0 +1,67 @@
+import type { PageRequest, ReadFilters, ReadScope } from '../domain/stores.js';
+
+/** One page query of the read calls (src/db/readPages.ts). */
+export type PageQuery<Row> = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>;
+
+/** How old a page read ahead may be when it is served; older ones are read again. */
+export const READ_AHEAD_MS = 2000;
+/** Pages read ahead that one service process keeps at most (about 1 MB each at limit=1000). */
+const PAGES_KEPT = 16;
+
+export interface ReadAhead {
+  /** The page query, reading each run's next page while the client still takes in the current one. */
+  pages<Row extends { id: number }>(kind: string, query: PageQuery<Row>): PageQuery<Row>;
+}
+
+interface PageAhead {
+  rows: Promise<{ id: number }[]>;
+  at: number;
+}
+
+/**
+ * Read-ahead for paging runs. A client reading a study page by page waits, for every page, on the
+ * page's query, and the service then waits on the client to parse the page and ask for the next; a
+ * bulk read spent as long on each as on the other (bench/README.md). So when a page has a next one, the
+ * next page's query starts at once, and the request for it, when it comes within READ_AHEAD_MS, is
+ * answered from that query (still running or done) instead of a new one.
+ *
+ * Only the query is read ahead: every request is still authenticated, counted, checked and logged
+ * when it comes. A page is served once, and only to a request asking exactly the query it answers
+ * (kind, the key's visible sites and forms, filters, position, limit), so a key that lost a site or
+ * a form gets a fresh query. Its rows may be up to READ_AHEAD_MS older than the request, as if the
+ * client had asked that much sooner; the incremental-load rules hold all the same, because the run's
+ * watermark was fixed before its first query (src/domain/reads/readPage.ts).
+ *
+ * The next position follows readPage's way of asking: one row more than the page returns, to know
+ * whether another follows; the next page starts after the last row returned.
+ */
+export function createReadAhead(now: () => number = Date.now): ReadAhead {
+  const ahead = new Map<string, PageAhead>();
+
+  function keep(key: string, rows: Promise<{ id: number }[]>): void {
+    const at = now();
+    for (const [k, page] of ahead) if (at - page.at > READ_AHEAD_MS || ahead.size >= PAGES_KEPT) ahead.delete(k);
+    ahead.set(key, { rows, at });
+    // A failed read ahead is simply not served: the request queries again.
+    rows.catch(() => ahead.get(key)?.rows === rows && ahead.delete(key));
+  }
+
+  return {
+    pages<Row extends { id: number }>(kind: string, query: PageQuery<Row>): PageQuery<Row> {
+      const keyOf = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => JSON.stringify([kind, scope, filters, page]);
+      return async (scope, filters, page) => {
+        const key = keyOf(scope, filters, page);
+        const read = ahead.get(key);
+        ahead.delete(key);
+        let rows: Row[] | undefined;
+        if (read && now() - read.at <= READ_AHEAD_MS) rows = await (read.rows as Promise<Row[]>).catch(() => undefined);
+        rows ??= await query(scope, filters, page);
+        if (rows.length === page.limit && page.limit >= 2) {
+          const next = { ...page, afterId: rows[page.limit - 2].id };
+          keep(keyOf(scope, filters, next), query(scope, filters, next));
+        }
+        return rows;
+      };
+    },
+  };
+}
