@@ -18,7 +18,6 @@ export const createPatient: OperationHandler<'createPatient'> = async (c, ctx) =
 export const listPatients: OperationHandler<'listPatients'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const stores = readStores(services);
-  const pages = services.readAhead.pages('patients', (...args) => stores.reads.patientsPage(...args));
-  const body = await readPage(stores, key, study, 'patients', readRequestOf(c.request.query), pages, toPatientPageDto);
-  return { status: 200, body };
+  const page = await readPage(stores, key, study, 'patients', readRequestOf(c.request.query), services.readAhead.pages('patients', (...args) => stores.reads.patientsPage(...args)));
+  return { status: 200, body: toPatientPageDto(page) };
 };

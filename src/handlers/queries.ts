@@ -8,7 +8,6 @@ import type { OperationHandler } from './types.js';
 export const listQueries: OperationHandler<'listQueries'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const stores = readStores(services);
-  const pages = services.readAhead.pages('queries', (...args) => stores.reads.queriesPage(...args));
-  const body = await readPage(stores, key, study, 'queries', readRequestOf(c.request.query), pages, toQueryPageDto);
-  return { status: 200, body };
+  const page = await readPage(stores, key, study, 'queries', readRequestOf(c.request.query), services.readAhead.pages('queries', (...args) => stores.reads.queriesPage(...args)));
+  return { status: 200, body: toQueryPageDto(page) };
 };

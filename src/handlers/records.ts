@@ -27,7 +27,6 @@ export const submitFormRecords: OperationHandler<'submitFormRecords'> = async (c
 export const listFormRecords: OperationHandler<'listFormRecords'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const stores = readStores(services);
-  const pages = services.readAhead.pages('records', (...args) => stores.reads.recordsPage(...args));
-  const body = await readPage(stores, key, study, 'records', readRequestOf(c.request.query), pages, toRecordPageJson);
-  return { status: 200, body };
+  const page = await readPage(stores, key, study, 'records', readRequestOf(c.request.query), services.readAhead.pages('records', (...args) => stores.reads.recordsPage(...args)));
+  return { status: 200, body: toRecordPageJson(page) };
 };

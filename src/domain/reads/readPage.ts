@@ -68,18 +68,16 @@ function instantOf(value: string): string | null {
  * unblinded-team forms for a blinded maker, no patient who withdrew consent to data use. Pages are
  * keyset-ordered by id, so a run never returns a row twice nor skips one that existed when it
  * started. The watermark, fixed on the first page, is what the next incremental load passes as
- * `updated_since`; removals since `updated_since` come with the first page. Every page is logged
- * before its answer, `present`ed from the page, is given back.
+ * `updated_since`; removals since `updated_since` come with the first page. Every page is logged.
  */
-export async function readPage<Row extends { id: number }, Answer>(
+export async function readPage<Row extends { id: number }>(
   stores: Stores,
   key: KeyContext,
   study: StudyRow,
   kind: ReadKind,
   request: ReadRequest,
   fetch: (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>,
-  present: (page: Page<Row>) => Answer,
-): Promise<Answer> {
+): Promise<Page<Row>> {
   const { scope, filters, updatedSince } = await resolveFilters(stores.studies, key, study, request);
   const digest = filtersDigest([kind, key.keyId, request.filters, request.updatedSince ?? null]);
   // Read before the run's first query: a row version the run does not see was written by a transaction that
@@ -92,35 +90,17 @@ export async function readPage<Row extends { id: number }, Answer>(
   const rows = fetched.slice(0, request.limit);
   const more = fetched.length > request.limit;
   const removed = !request.after && updatedSince ? await stores.reads.removals(scope, filters, updatedSince) : [];
-  const logged = stores.readLog.logRead({
+  await stores.readLog.logRead({
     keyId: key.keyId,
     studyId: study.id,
     operation: kind,
     filters: { ...request.filters, ...(request.updatedSince ? { updated_since: request.updatedSince } : {}), limit: request.limit, ...(request.after ? { after: true } : {}) },
     rows: rows.length,
   });
-  const page = {
+  return {
     rows,
     next: more ? encodeToken({ afterId: rows[rows.length - 1].id, watermark: position.watermark }, digest) : null,
     watermark: position.watermark,
     removed,
   };
-  // The answer is built while the log row is written, and is given back only once the log row is written.
-  const [answer] = await Promise.all([afterLogSent(() => present(page)), logged]);
-  return answer;
-}
-
-/**
- * Runs `build` once the statement just asked for has left for the database: the store sends it only
- * after a few promise turns (the pool hands out a connection first), and building a page of 1,000
- * records is milliseconds of work that would otherwise hold it back.
- */
-function afterLogSent<T>(build: () => T): Promise<T> {
-  return new Promise((resolve, reject) => setImmediate(() => {
-    try {
-      resolve(build());
-    } catch (error) {
-      reject(error);
-    }
-  }));
 }
