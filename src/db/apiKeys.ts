@@ -103,10 +103,11 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
     `with req as (
        select fingerprint, at, position from unnest(cast(:fingerprints as bytea[]), cast(:ats as timestamptz[])) with ordinality as r(fingerprint, at, position)
      ),
-     found as (
-       select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+     found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint in (select fingerprint from req)),
+     key_studies as (
+       select st.id as study_id, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
          case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
-       ${KEY_TABLES} where k.fingerprint in (select fingerprint from req)
+       from studies st where st.id in (select study_id from found)
      ),
      counting as (
        select req.position, found.id from req join found on found.fingerprint = req.fingerprint
@@ -115,28 +116,29 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
      ),
      working as (select id, count(*) as n from counting group by id order by id),
      ${countRequestSql('working')}
-     select found.*, win.points as window_points, win.expire as window_expire,
+     select found.*, s.study_row, s.study_structure, s.study_design, win.points as window_points, win.expire as window_expire,
        (select array_agg(c.position order by c.position) from counting c where c.id = found.id) as counted_positions
-     from found left join win on win.key = 'key:' || found.id`,
+     from found join key_studies s using (study_id) left join win on win.key = 'key:' || found.id`,
     {
       fingerprints: requests.map((r) => r.fingerprint), ats: requests.map((r) => r.at), known: [...designs.keys()],
       now: Date.now(), expire: Date.now() + RATE_WINDOW_MS,
     },
   ).options({ name: 'sdx_keys_for_requests' });
-  const answers: (KeyForRequest | undefined)[] = requests.map(() => undefined);
+  const studies = new Map<number, StudyRow>();
+  const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow }>();
+  /** Points of each counted request, by its 1-based position in the batch (`with ordinality`). */
+  const counted = new Map<number, RateWindow>();
   for (const row of rows as KeyRecord[]) {
-    const key = rowToKeyWithMaker(row);
-    const study = studyOfKeyRow(row);
-    const counted: number[] = (row.counted_positions ?? []).map(Number);
-    // Positions are 1-based (with ordinality); the counted requests take the window's last places, in order.
-    const first = row.window_points - counted.length + 1;
-    requests.forEach((request, i) => {
-      if (!request.fingerprint.equals(row.fingerprint)) return;
-      const place = counted.indexOf(i + 1);
-      answers[i] = { key, study, window: place < 0 ? undefined : { points: first + place, expire: Number(row.window_expire) } };
-    });
+    if (!studies.has(row.study_id)) studies.set(row.study_id, studyOfKeyRow(row));
+    keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)! });
+    const positions: number[] = (row.counted_positions ?? []).map(Number);
+    // The counted requests of a key take its window's last places, in the batch's order.
+    positions.forEach((position, i) => counted.set(position, { points: row.window_points - positions.length + 1 + i, expire: Number(row.window_expire) }));
   }
-  return answers;
+  return requests.map((request, i) => {
+    const found = keys.get(request.fingerprint.toString('hex'));
+    return found && { ...found, window: counted.get(i + 1) };
+  });
 }
 
 /** The study row that came with a key, its design parsed once per process and design hash. */

@@ -28,12 +28,11 @@ interface Waiting {
  * requests in flight one statement then serves a dozen.
  */
 export function createKeyLookup(knex: Knex): KeyLookup {
-  let waiting: Waiting[] = [];
+  const waiting: Waiting[] = [];
   let inFlight = 0;
 
   async function send(): Promise<void> {
-    const batch = waiting.slice(0, BATCH_MOST);
-    waiting = waiting.slice(batch.length);
+    const batch = waiting.splice(0, BATCH_MOST);
     inFlight++;
     try {
       const found = await findKeysForRequests(knex, batch);
