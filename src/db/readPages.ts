@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { PageRequest, ReadFilters, ReadScope, ReadStore } from '../domain/stores.js';
+import type { PageRequest, ReadFilters, ReadScope, ReadStore, RecordReadRow } from '../domain/stores.js';
 
 /** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
 const WATERMARK_MARGIN_MS = 1000;
@@ -60,17 +60,13 @@ export function readStore(db: Knex): ReadStore {
         db('records as r').join('patients as p', 'p.id', 'r.patient_id').join('sites as s', 's.id', 'r.site_id')
           .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id'),
         scope, filters, 'r',
-      ).select('r.id', 'p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status', 'r.source',
-        // As text, for the answer as it is (RecordReadRow): no JSON or date parsing per row.
-        db.raw(`to_char(r.updated_at at time zone 'UTC', ${ISO_INSTANT}) as updated_at`),
-        db.raw('r.values::text as values'), db.raw('r.not_done::text as not_done'), db.raw('r.tables::text as tables'));
+      ).select('r.id', db.raw(`json_build_object('id', r.id, 'subject', p.subject, 'site', s.number, 'visit', v.code, 'form', f.code,
+          'instance', r.instance, 'status', r.status, 'source', r.source, 'updated_at', to_char(r.updated_at at time zone 'UTC', ${ISO_INSTANT}),
+          'values', r.values, 'not_done', r.not_done, 'tables', r.tables)::text as json`));
       formAndVisit(q, scope, filters, 'r');
       if (filters.status !== undefined) q.where('r.status', filters.status);
       const rows = await keyset(q, 'r.id', page, 'r.updated_at');
-      return rows.map((r: Record<string, any>) => ({
-        id: r.id, subject: r.subject, site: r.site, visit: r.visit, form: r.form, instance: r.instance, status: r.status,
-        source: r.source, updatedAt: r.updated_at, values: r.values, notDone: r.not_done, tables: r.tables,
-      }));
+      return rows as RecordReadRow[];
     },
     async queriesPage(scope, filters, page) {
       const q = visible(

@@ -239,11 +239,8 @@ export type JsonText = string;
  * its cost.
  */
 export interface RecordReadRow {
-  id: number; subject: string; site: string; visit: string; form: string; instance: number; status: string; source: string;
-  /** ISO 8601 UTC with milliseconds, as Date.toISOString() writes it. */
-  updatedAt: string;
-  /** The JSON of `values` (field code → value), `not_done` (field code → mark) and `tables` (field code → rows). */
-  values: JsonText; notDone: JsonText; tables: JsonText;
+  id: number;
+  json: JsonText;
 }
 export interface QueryReadRow {
   id: number; subject: string; site: string; visit: string; instance: number; form: string; field: string; status: string;

@@ -133,7 +133,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
       expect(next.map((r) => r.id)).to.deep.equal(all.slice(100, 200));
       const siteTwo = await store.recordsPage({ ...scope, siteIds: [siteIds[1]] }, {}, page({ limit: 5000 }));
       expect(siteTwo).to.have.length(PATIENTS_PER_SITE * INSTANCES);
-      expect(new Set(siteTwo.map((r) => r.site))).to.deep.equal(new Set(['02']));
+      expect(new Set(siteTwo.map((r) => JSON.parse(r.json).site))).to.deep.equal(new Set(['02']));
     });
 
     it('leaves out the patients who withdrew data use and the hidden forms', async () => {
@@ -143,7 +143,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
         study_id: scope.studyId, patient_id: patient.id, site_id: patient.site_id, visit_id: (await createStores(db.knex).studies.designIds({ id: scope.studyId })).visits.get('baseline'),
         form_id: formIds.get('ip_alloc'), instance: 1, status: 'complete', source: 'api', values: { kit: 'K-1', arm: 'A' },
       }).returning('id');
-      const subjects = async (s: ReadScope) => new Set((await store.recordsPage(s, { subject: '01-001' }, page({ limit: 5000 }))).map((r) => r.form));
+      const subjects = async (s: ReadScope) => new Set((await store.recordsPage(s, { subject: '01-001' }, page({ limit: 5000 }))).map((r) => JSON.parse(r.json).form));
       expect(await subjects(scope)).to.deep.equal(new Set(['vs']));
       expect(await subjects({ ...scope, hiddenFormIds: [] })).to.deep.equal(new Set(['vs', 'ip_alloc']));
       await inTransaction(db.knex, async (stores) => stores.patients.markDataUseWithdrawn((await stores.patients.findBySubject(scope.studyId, '01-001'))!));

@@ -29,14 +29,7 @@ export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'
  * marks and table rows are spliced in as the database wrote them (RecordReadRow).
  */
 export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire['RecordPage']> {
-  const records = page.rows.map((r) => {
-    const scalars: Omit<Wire['RecordRead'], 'values' | 'not_done' | 'tables'> = {
-      id: r.id, subject: r.subject, site: r.site, visit: r.visit, form: r.form, instance: r.instance,
-      status: r.status as Wire['RecordRead']['status'], source: r.source as Wire['RecordRead']['source'], updated_at: r.updatedAt,
-    };
-    return `${JSON.stringify(scalars).slice(0, -1)},"values":${r.values},"not_done":${r.notDone},"tables":${r.tables}}`;
-  });
-  return new SerializedJson(`{"records":[${records.join(',')}],${JSON.stringify(pageTail(page)).slice(1)}`);
+  return new SerializedJson(`{"records":[${page.rows.map((r) => r.json).join(',')}],${JSON.stringify(pageTail(page)).slice(1)}`);
 }
 
 export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
