@@ -172,9 +172,9 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     },
     postResponseHandler: (c: Context, ctx: KoaContext) => {
       const reply = c.response as { status: number; body: unknown; headers?: Record<string, string> };
-      const serialized = reply.body instanceof SerializedJson ? reply.body.text : undefined;
+      const serialized = reply.body instanceof SerializedJson ? reply.body : undefined;
       if (services.config.validateResponses && reply.status !== 304) {
-        const body = serialized === undefined ? reply.body : JSON.parse(serialized);
+        const body = serialized === undefined ? reply.body : JSON.parse(serialized.text);
         const result = c.api.validateResponse(body, c.operation, reply.status);
         if (result.errors) throw new Error(`response of ${c.operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
       }
@@ -183,7 +183,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       if (reply.status === 304) return;
       // Koa would send a string as text/plain: the type goes first.
       if (serialized !== undefined) ctx.type = 'application/json';
-      ctx.body = serialized ?? reply.body;
+      ctx.body = serialized?.bytes ?? reply.body;
     },
   });
   api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);

@@ -9,5 +9,16 @@ export class SerializedJson<Body> {
   /** Only for the type checker: which body the text holds. */
   declare readonly shape?: Body;
 
+  private encoded?: Buffer;
+
   constructor(readonly text: string) {}
+
+  /**
+   * The text as UTF-8, encoded once (a cached design answer is sent many times). Node sends a 1 MB Buffer
+   * far faster than the same string: answering the records page as bytes raised the bulk read from
+   * 0.58–0.64 to 0.69–0.70 of its floor (bench/README.md).
+   */
+  get bytes(): Buffer {
+    return (this.encoded ??= Buffer.from(this.text, 'utf8'));
+  }
 }
