@@ -260,7 +260,11 @@ describe('importFhirRecord', function () {
       const b = JSON.parse(synthea('smart-edward-gulgowski-284kb.json').toString('utf8'));
       return JSON.stringify({ ...a, entry: [...a.entry, ...b.entry] });
     };
-    const cases: { name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; status: number; code: string; detail?: RegExp }[] = [
+    /** The bundle with its last resource made invalid R4 (an instant that is none), a resource the mapping never reads. */
+    const lastNotR4 = () => busterWith((bundle) => { bundle.entry[bundle.entry.length - 1].resource.meta = { lastUpdated: 'never' }; });
+    const cases: {
+      name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; mode?: 'save'; status: number; code: string; detail?: RegExp;
+    }[] = [
       {
         name: 'a file whose Observation refers to another patient',
         subject: () => buster,
@@ -278,6 +282,9 @@ describe('importFhirRecord', function () {
         status: 422, code: 'fhir_not_fhir',
       },
       { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /gender is male/ },
+      // The R4 check runs beside the mapping and the writes (r4FaultInSlices): its refusal must still come first, and undo them.
+      { name: 'a file not valid R4 whose Patient also contradicts the enrolment, as not R4', subject: () => female, body: lastNotR4, status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },
+      { name: 'in save mode, into an empty patient, a file whose last resource is not valid R4', subject: () => buster, body: lastNotR4, mode: 'save', status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },
       {
         name: 'a Patient whose birth year contradicts the enrolment', subject: () => buster,
         body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').resource.birthDate = '1989-03-16'; }),
@@ -297,7 +304,7 @@ describe('importFhirRecord', function () {
     for (const c of cases) {
       it(`refuses ${c.name} with ${c.status} ${c.code}`, async () => {
         const before = await footprint();
-        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.() });
+        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.(), mode: c.mode });
         expect(res.status).to.equal(c.status);
         expect(res.body).to.include({ code: c.code, status: c.status });
         if (c.detail) expect(res.body.detail).to.match(c.detail);
