@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { expect } from 'chai';
 import { DomainError } from '../../src/domain/errors.js';
 import { parseFhirBody, parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
-import { r4FaultInSlices, validateR4 } from '../../src/domain/fhir/validateR4.js';
+import { validateR4 } from '../../src/domain/fhir/validateR4.js';
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
@@ -152,40 +152,6 @@ describe('validateR4', function () {
     expect(refusal(() => validateR4([nested]))).to.equal(
       'Bundle (entry 0): /entry/0/resource/gender must be one of "male", "female", "other", "unknown"',
     );
-  });
-
-  describe('r4FaultInSlices', () => {
-    it('gives the reason validateR4 refuses with, for a resource and for the entry of a large Bundle; undefined for a valid file', async () => {
-      for (const [, mutate, reason] of invalid) {
-        const resource = glucose();
-        mutate(resource);
-        expect(await r4FaultInSlices([resource])).to.equal(reason);
-      }
-      const entries = parseFhirEntries(fixture('synthea/smart-fletcher-hyatt-3794kb.json'), 'json');
-      expect(await r4FaultInSlices(entries)).to.equal(undefined);
-      const last = entries[entries.length - 1];
-      (last.resource as { meta?: unknown }).meta = { lastUpdated: 'never' };
-      expect(await r4FaultInSlices(entries)).to.equal(refusal(() => validateR4(entries)));
-    });
-
-    it('lets other work run between its slices', async () => {
-      const entries = parseFhirEntries(fixture('synthea/smart-buster-hoeger-235kb.json'), 'json');
-      let ranBetween = 0;
-      let checked = false;
-      const other = () => {
-        if (checked) return;
-        ranBetween++;
-        setImmediate(other);
-      };
-      setImmediate(other);
-      // Slices of 0 ms: the check yields after every resource, whatever the machine's speed.
-      const checking = r4FaultInSlices(entries, 0);
-      expect(ranBetween).to.equal(0);
-      expect(await checking).to.equal(undefined);
-      checked = true;
-      // A check that held the thread from start to end would let the other work run at most once, after it.
-      expect(ranBetween).to.be.above(entries.length / 4);
-    });
   });
 
   it('parses and validates the largest fixture (3.8 MB) in well under a second once compiled', () => {

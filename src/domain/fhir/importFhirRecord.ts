@@ -4,14 +4,14 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
-import type { AuditStore, ConsentRow, FhirImportStore, PatientRow, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { mapToEcrf } from './mapToEcrf.js';
 import { checkPatientIdentity } from './patientIdentity.js';
-import { notValidR4, r4FaultInSlices } from './validateR4.js';
+import { validateR4 } from './validateR4.js';
 
 type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore };
 
@@ -25,51 +25,24 @@ export interface FhirImportResult {
   items: FhirImportItem[];
 }
 
-type Patient = PatientRow & { consent: ConsentRow | undefined };
-type ImportInput = { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] };
-
 /**
  * Places a patient's FHIR R4 record into the eCRF (interface description, "FHIR call rules"). The
  * file must be valid R4 and concern exactly this patient. In review mode nothing is saved: the
  * import waits, `proposed`, on the patient's card. In save mode the values that fill empty places
  * and new records are saved at once through the records path, on behalf of the key's maker; a value
  * that would change a saved value is never saved that way and stays proposed for the site's review.
- *
- * The R4 check runs in slices (r4FaultInSlices) while the import waits on the database: the file is
- * mapped and written before the check has finished, and the import is returned, and so its
- * transaction committed, only once the check has passed. A file that is not valid R4 is refused as
- * such whatever else failed on it, as when the check ran first; the caller's transaction then keeps
- * nothing. Call it inside one transaction.
  */
 export async function importFhirRecord(
   stores: Stores,
   key: KeyContext,
   study: StudyRow,
-  input: ImportInput,
+  input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
   if (study.locked) throw new DomainError('study_locked');
   const [patient] = await stores.patients.findBySubjects(study.id, [input.subject]);
   if (!patient || !key.siteIds.includes(patient.siteId)) throw new DomainError('unknown_subject', { subject: input.subject });
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: input.subject });
-  const verdict = r4FaultInSlices(input.entries);
-  // Awaited on every path below; until then a check that fails must not count as an unhandled rejection.
-  verdict.catch(() => undefined);
-  const refuseIfNotR4 = async () => {
-    const reason = await verdict;
-    if (reason !== undefined) throw notValidR4(reason);
-  };
-  let result: FhirImportResult;
-  try {
-    result = await placeIntoEcrf(stores, key, study, patient, input);
-  } catch (error) {
-    await refuseIfNotR4();
-    throw error;
-  }
-  await refuseIfNotR4();
-  return result;
-}
-
-async function placeIntoEcrf(stores: Stores, key: KeyContext, study: StudyRow, patient: Patient, input: ImportInput): Promise<FhirImportResult> {
+  validateR4(input.entries);
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });

@@ -20,9 +20,8 @@
  * are in their required value sets and primitives match their R4 patterns (dates, ids, decimals…).
  */
 import { createRequire } from 'node:module';
-import { setImmediate } from 'node:timers/promises';
 import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { DomainError, isDomainError } from '../errors.js';
+import { DomainError } from '../errors.js';
 import { isStorableText } from '../storableText.js';
 import { toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 
@@ -95,49 +94,14 @@ export function prepareR4Validator(
  *   `Observation/f001 (entry 3): /valueQuantity/value must be number`.
  */
 export function validateR4(input: FhirInput): void {
-  for (const entry of toEntries(input)) validateEntry(entry);
-}
-
-/** How long the sliced check runs before it lets the service's other work in. */
-const SLICE_MS = 2;
-
-/**
- * validateR4 in slices of about SLICE_MS, resolving to the reason the file is not valid R4 (the `reason`
- * of validateR4's refusal) or to undefined. Between slices the event loop runs, so the check of a 4 MB
- * file (12–35 ms of CPU) fills the time its import waits on the database instead of adding to it
- * (importFhirRecord), and other requests are not held up behind it.
- *
- * @param sliceMs - how long a slice runs; 0 yields after every resource
- */
-export async function r4FaultInSlices(input: FhirInput, sliceMs = SLICE_MS): Promise<string | undefined> {
-  let sliceStart = performance.now();
-  try {
-    for (const entry of toEntries(input)) {
-      validateEntry(entry);
-      if (performance.now() - sliceStart >= sliceMs) {
-        await setImmediate();
-        sliceStart = performance.now();
-      }
-    }
-    return undefined;
-  } catch (error) {
-    if (isDomainError(error) && error.code === 'fhir_not_fhir') return String(error.params.reason);
-    throw error;
+  for (const entry of toEntries(input)) {
+    // The id is not validated yet: an object there (even one with a `toString` member) must not be turned into text.
+    const id: unknown = entry.resource.id;
+    const name = typeof id === 'string' && id !== '' ? `${entry.resource.resourceType}/${id}` : entry.resource.resourceType;
+    const unfit = unfitMember(entry);
+    if (unfit !== undefined) throw notFhir(`${name} (entry ${entry.index}): ${unfit}`);
+    validateResource(entry.resource as unknown as Record<string, unknown>, `${name} (entry ${entry.index})`, '');
   }
-}
-
-/** The refusal of a file that r4FaultInSlices found not valid R4: the one validateR4 throws. */
-export function notValidR4(reason: string): DomainError {
-  return notFhir(reason);
-}
-
-function validateEntry(entry: FhirEntry): void {
-  // The id is not validated yet: an object there (even one with a `toString` member) must not be turned into text.
-  const id: unknown = entry.resource.id;
-  const name = typeof id === 'string' && id !== '' ? `${entry.resource.resourceType}/${id}` : entry.resource.resourceType;
-  const unfit = unfitMember(entry);
-  if (unfit !== undefined) throw notFhir(`${name} (entry ${entry.index}): ${unfit}`);
-  validateResource(entry.resource as unknown as Record<string, unknown>, `${name} (entry ${entry.index})`, '');
 }
 
 /**
