@@ -1,27 +1,8 @@
 import type { Knex } from 'knex';
-import type { FhirImportItem } from '../domain/fhir/fhirImportItem.js';
 import type { FhirImportStore, StoredFhirImport } from '../domain/stores.js';
-import { insertRows } from './insertRows.js';
+import { jsonParameter } from './insertRows.js';
 
 export const TABLE = 'fhir_imports';
-const ITEMS = 'fhir_import_items';
-
-function itemToRow(importId: number, item: FhirImportItem, position: number) {
-  return {
-    import_id: importId, position, resource: item.resource, code: item.code, form_code: item.form, field_code: item.field,
-    row: item.row, visit_code: item.visit, instance: item.instance, value: item.value, unit: item.unit,
-    original: item.original, effective: item.effective, saved_value: item.saved_value, state: item.state,
-    reason: item.reason, chosen_by: item.chosen_by, candidates: item.candidates,
-  };
-}
-
-function rowToItem(r: Record<string, any>): FhirImportItem {
-  return {
-    resource: r.resource, code: r.code, form: r.form_code, field: r.field_code, row: r.row, visit: r.visit_code, instance: r.instance,
-    value: r.value, unit: r.unit, original: r.original, effective: r.effective, saved_value: r.saved_value, state: r.state,
-    reason: r.reason, chosen_by: r.chosen_by, candidates: r.candidates,
-  };
-}
 
 export function fhirImportStore(db: Knex): FhirImportStore {
   return {
@@ -31,34 +12,33 @@ export function fhirImportStore(db: Knex): FhirImportStore {
       return Number(row?.n ?? 0) + 1;
     },
     async insert(row, items) {
+      // The items go in the import's own row, as one json value (see the migration keeping them there).
       const [{ id }] = await db(TABLE).insert({
         study_id: row.studyId, patient_id: row.patientId, number: row.number, mode: row.mode, status: row.status,
         api_key_id: row.apiKeyId, counts: JSON.stringify(row.counts), fhir_identity: JSON.stringify(row.fhirIdentity),
+        items: db.raw('?::json', [jsonParameter(items)]),
       }).returning('id');
-      // One statement however many items: a 5 MB file can give thousands.
-      await insertRows(db, ITEMS, items.map((item, position) => itemToRow(id, item, position)));
       return id;
     },
     async findForDecision(patientId, number): Promise<StoredFhirImport | undefined> {
       const row = await db(TABLE).where({ patient_id: patientId, number }).forUpdate().first();
       if (!row) return undefined;
-      const items = await db(ITEMS).where({ import_id: row.id }).orderBy('position');
       return {
         id: row.id, studyId: row.study_id, patientId: row.patient_id, number: row.number, mode: row.mode, status: row.status,
-        counts: row.counts, fhirIdentity: row.fhir_identity, decidedAt: row.decided_at, decidedBy: row.decided_by, items: items.map(rowToItem),
+        counts: row.counts, fhirIdentity: row.fhir_identity, decidedAt: row.decided_at, decidedBy: row.decided_by, items: row.items,
       };
     },
     async updateItems(importId, changes) {
-      // One statement per thousand items: confirming a large import changes hundreds at once.
-      for (let i = 0; i < changes.length; i += 1000) {
-        const slice = changes.slice(i, i + 1000);
-        await db.raw(
-          `update ${ITEMS} as i set state = v.state, row = v.row::integer
-             from (values ${slice.map(() => '(?::integer, ?::text, ?::text)').join(', ')}) as v(position, state, row)
-            where i.import_id = ? and i.position = v.position`,
-          [...slice.flatMap((c) => [c.position, c.state, c.row === null ? null : String(c.row)]), importId],
-        );
-      }
+      // One statement however many items change: each changed item gets its new state and row, in its place.
+      await db.raw(
+        `update ${TABLE} f set items = (
+           select json_agg(case when c.position is null then e.item else (e.item::jsonb || jsonb_build_object('state', c.state, 'row', c.row))::json end
+             order by e.ord)
+           from json_array_elements(f.items) with ordinality as e(item, ord)
+           left join json_to_recordset(?::json) as c(position integer, state text, row integer) on c.position = e.ord - 1
+         ) where f.id = ?`,
+        [JSON.stringify(changes), importId],
+      );
     },
     async decide(importId, decision) {
       await db(TABLE).where({ id: importId }).update({

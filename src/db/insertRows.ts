@@ -21,12 +21,18 @@ const LONE_SURROGATE_ESCAPE = /\\ud[89a-f][0-9a-f]{2}/i;
 export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[], tail = ''): Promise<Record<string, any>[]> {
   if (rows.length === 0) return [];
   const columns = Object.keys(rows[0]).map((c) => `"${c.replace(/"/g, '""')}"`).join(', ');
-  let json = JSON.stringify(rows);
+  const { rows: returned } = await db.raw(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb) ${tail}`, [table, table, jsonParameter(rows)]);
+  return returned;
+}
+
+/**
+ * A value as the JSON text of a `json` or `jsonb` parameter, its text stored exactly as a bound text
+ * parameter would store it: a lone surrogate becomes U+FFFD.
+ */
+export function jsonParameter(value: unknown): string {
+  const json = JSON.stringify(value);
   // JSON.stringify writes a lone surrogate as a \udXXX escape, which jsonb refuses: only then is every string
   // mended, so the common case pays one scan of the text rather than a call per value.
-  if (LONE_SURROGATE_ESCAPE.test(json)) {
-    json = JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value));
-  }
-  const { rows: returned } = await db.raw(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb) ${tail}`, [table, table, json]);
-  return returned;
+  if (!LONE_SURROGATE_ESCAPE.test(json)) return json;
+  return JSON.stringify(value, (_key, member: unknown) => (typeof member === 'string' ? (member as WellFormable).toWellFormed() : member));
 }

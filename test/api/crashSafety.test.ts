@@ -58,8 +58,8 @@ async function contentOf(knex: Knex, code: string, auditSince: number): Promise<
     .orderBy('a.id').select('a.record_id', 'p.subject', 'a.actor_type', 'a.author', 'a.reason', 'a.action', 'a.field_code', 'a.old_value', 'a.new_value', 'a.details');
   const imports = await knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id').where('i.study_id', studyId).orderBy('i.id')
     .select('p.subject', 'i.number', 'i.mode', 'i.status', 'i.counts', 'i.fhir_identity');
-  const items = await knex('fhir_import_items as t').join('fhir_imports as i', 'i.id', 't.import_id').where('i.study_id', studyId)
-    .orderBy(['i.id', 't.position']).select('i.number', 't.*');
+  const items = (await knex('fhir_imports').where('study_id', studyId).orderBy('id').select('number', 'items'))
+    .flatMap((i: Row) => i.items.map((item: Row, position: number) => ({ number: i.number, position, ...item })));
   const patients = await knex('patients').where({ study_id: studyId }).orderBy('subject').select('subject', 'status', 'fhir_identity');
   const content = {
     patients,
@@ -67,7 +67,7 @@ async function contentOf(knex: Knex, code: string, auditSince: number): Promise<
     queries: queries.map(({ record_id: recordId, ...q }: Row) => ({ record: recordOf(recordId), ...q })),
     audit: audit.map(({ record_id: recordId, details, ...a }: Row) => ({ record: recordOf(recordId), ...a, details: withoutIds(details) })),
     imports,
-    items: items.map(({ id: _id, import_id: _importId, ...t }: Row) => t),
+    items,
   };
   return JSON.parse(JSON.stringify(content).split(code).join('<study>'));
 }

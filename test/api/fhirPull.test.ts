@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { startContractProxy, type ContractProxy } from '../helpers/contractProxy.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { startFhirServer, type FhirServer } from '../helpers/fhirServer.js';
 import { CASES, type PatientCase } from '../helpers/syntheaCases.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
@@ -75,10 +76,9 @@ describe('sdx fhir push: a patient pulled from a hospital FHIR server into the s
     expect(out.review_url).to.equal(`http://sdx.test/p/${world.code}/s/${enrolled[file]}/fhir/1`);
 
     // Every measurement the demo mapping places from this patient's file arrived: nothing was lost between pages.
-    const proposed = await app.db.knex('fhir_import_items as i').join('fhir_imports as f', 'f.id', 'i.import_id').join('patients as p', 'p.id', 'f.patient_id')
-      .where({ 'p.subject': enrolled[file], 'f.number': 1, 'i.state': 'new' }).andWhereLike('i.resource', 'Observation/%')
-      .select('i.visit_code', 'i.form_code', 'i.field_code', 'i.resource', 'i.value');
-    expect(proposed.map((i) => [i.visit_code, i.form_code, i.field_code, i.resource, i.value])).to.have.deep.members(caseOf(file).placed);
+    const stored = await app.db.knex('fhir_imports as f').join('patients as p', 'p.id', 'f.patient_id').where({ 'p.subject': enrolled[file], 'f.number': 1 }).first('f.items');
+    const proposed = (stored.items as FhirImportItem[]).filter((i) => i.state === 'new' && i.resource.startsWith('Observation/'));
+    expect(proposed.map((i) => [i.visit, i.form, i.field, i.resource, i.value])).to.have.deep.members(caseOf(file).placed);
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled[file]}`, { key: world.key });
     expect(read.body.records, 'review mode saves nothing').to.deep.equal([]);
   });

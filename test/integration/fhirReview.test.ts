@@ -150,7 +150,7 @@ describe('confirmImport and rejectImport', function () {
     const stored = await importRow(p.id, 1);
     expect(stored).to.include({ status: 'confirmed', decided_by: people.staff01.id });
     expect(stored.decided_at).to.be.instanceOf(Date);
-    const states = await db.knex('fhir_import_items').where({ import_id: stored.id }).orderBy('position').pluck('state');
+    const states = stored.items.map((item: { state: string }) => item.state);
     expect(states.filter((s: string) => s === 'saved')).to.have.length(chosen.length);
     expect(chosen.every((n) => states[n] === 'saved')).to.equal(true);
     expect([states[at('vs', 'sbp')], states[at('lab_hem', 'hgb')], states[at('lab_hem', 'wbc')], states[at('lab_hem', 'plt')]]).to.deep.equal(['saved', 'conflict', 'conflict', 'new']);

@@ -1,0 +1,49 @@
+// Why: an import's items are written once with their import and only ever read and decided with it. As rows they
+// cost the FHIR call one foreign-key check and index entry each (621 for the largest Synthea file, 8–12 ms of a
+// 60 ms import); as one `json` value in the import's row they cost 2–3 ms (bench/README.md). `json` rather than
+// `jsonb`: the items are stored as the service wrote them, without the database parsing them into a tree.
+import type { Knex } from 'knex';
+
+const ITEM_MEMBERS = `json_build_object('resource', i.resource, 'code', i.code, 'form', i.form_code, 'field', i.field_code, 'row', i.row,
+  'visit', i.visit_code, 'instance', i.instance, 'value', i.value, 'unit', i.unit, 'original', i.original, 'effective', i.effective,
+  'saved_value', i.saved_value, 'state', i.state, 'reason', i.reason, 'chosen_by', i.chosen_by, 'candidates', i.candidates)`;
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw('alter table fhir_imports add column items json');
+  await knex.raw(`update fhir_imports f set items = coalesce(
+    (select json_agg(${ITEM_MEMBERS} order by i.position) from fhir_import_items i where i.import_id = f.id), '[]')`);
+  await knex.raw('alter table fhir_imports alter column items set not null');
+  await knex.schema.dropTable('fhir_import_items');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.schema.createTable('fhir_import_items', (t) => {
+    t.bigIncrements('id');
+    t.integer('import_id').notNullable().references('fhir_imports.id').onDelete('CASCADE');
+    t.integer('position').notNullable();
+    t.text('resource').notNullable();
+    t.jsonb('code').notNullable();
+    t.string('form_code', 32);
+    t.string('field_code', 32);
+    t.integer('row');
+    t.string('visit_code', 32);
+    t.integer('instance');
+    t.text('value');
+    t.string('unit', 64);
+    t.jsonb('original').notNullable();
+    t.text('effective');
+    t.text('saved_value');
+    t.string('state', 16).notNullable();
+    t.string('reason', 32);
+    t.string('chosen_by', 16);
+    t.jsonb('candidates').notNullable().defaultTo('[]');
+    t.unique(['import_id', 'position']);
+  });
+  await knex.raw(`insert into fhir_import_items (import_id, position, resource, code, form_code, field_code, row, visit_code, instance, value,
+      unit, original, effective, saved_value, state, reason, chosen_by, candidates)
+    select f.id, e.ord - 1, e.item->>'resource', (e.item->'code')::jsonb, e.item->>'form', e.item->>'field', (e.item->>'row')::int,
+      e.item->>'visit', (e.item->>'instance')::int, e.item->>'value', e.item->>'unit', (e.item->'original')::jsonb, e.item->>'effective',
+      e.item->>'saved_value', e.item->>'state', e.item->>'reason', e.item->>'chosen_by', coalesce((e.item->'candidates')::jsonb, '[]')
+    from fhir_imports f, json_array_elements(f.items) with ordinality as e(item, ord)`);
+  await knex.raw('alter table fhir_imports drop column items');
+}
