@@ -230,13 +230,13 @@ export interface PageRequest {
 }
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
-/** JSON text exactly as the database keeps it, passed through to the answer without being parsed. */
+/** JSON text written by the database, passed through to the answer without being parsed. */
 export type JsonText = string;
 
 /**
- * A record as a read page returns it. Its content and time come as text, ready for the answer: a bulk
- * load reads 100,000 of them, and parsing them into objects only to write them out again was most of
- * its cost.
+ * A record as a read page returns it: its id (the page's position) and the record as the answer shows
+ * it (`RecordRead` in the spec), written by the database. A bulk load reads 100,000 of them, and
+ * decoding their columns into objects only to write them out again was most of its cost.
  */
 export interface RecordReadRow {
   id: number;

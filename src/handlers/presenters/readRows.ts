@@ -24,10 +24,7 @@ export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'
   };
 }
 
-/**
- * The records page as JSON text: each record's scalars are serialised here, and its values, not_done
- * marks and table rows are spliced in as the database wrote them (RecordReadRow).
- */
+/** The records page as JSON text: each record is spliced in as the database wrote it (RecordReadRow). */
 export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire['RecordPage']> {
   return new SerializedJson(`{"records":[${page.rows.map((r) => r.json).join(',')}],${JSON.stringify(pageTail(page)).slice(1)}`);
 }
