@@ -20,6 +20,14 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['patient_id', 'number']);
   });
   await knex.raw("alter table fhir_imports add constraint fhir_imports_status_check check (status in ('proposed', 'saved', 'confirmed', 'rejected'))");
+  await createImportItemsTable(knex);
+}
+
+/**
+ * The items table as this migration made it; 20261125090000 moved the items into their import's row, and
+ * its `down` makes this table again.
+ */
+export async function createImportItemsTable(knex: Knex): Promise<void> {
   await knex.schema.createTable('fhir_import_items', (t) => {
     t.bigIncrements('id');
     t.integer('import_id').notNullable().references('fhir_imports.id').onDelete('CASCADE');

@@ -3,6 +3,7 @@
 // 60 ms import); as one `json` value in the import's row they cost 2–3 ms (bench/README.md). `json` rather than
 // `jsonb`: the items are stored as the service wrote them, without the database parsing them into a tree.
 import type { Knex } from 'knex';
+import { createImportItemsTable } from './20261122090700_create_fhir_imports.js';
 
 const ITEM_MEMBERS = `json_build_object('resource', i.resource, 'code', i.code, 'form', i.form_code, 'field', i.field_code, 'row', i.row,
   'visit', i.visit_code, 'instance', i.instance, 'value', i.value, 'unit', i.unit, 'original', i.original, 'effective', i.effective,
@@ -17,28 +18,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.schema.createTable('fhir_import_items', (t) => {
-    t.bigIncrements('id');
-    t.integer('import_id').notNullable().references('fhir_imports.id').onDelete('CASCADE');
-    t.integer('position').notNullable();
-    t.text('resource').notNullable();
-    t.jsonb('code').notNullable();
-    t.string('form_code', 32);
-    t.string('field_code', 32);
-    t.integer('row');
-    t.string('visit_code', 32);
-    t.integer('instance');
-    t.text('value');
-    t.string('unit', 64);
-    t.jsonb('original').notNullable();
-    t.text('effective');
-    t.text('saved_value');
-    t.string('state', 16).notNullable();
-    t.string('reason', 32);
-    t.string('chosen_by', 16);
-    t.jsonb('candidates').notNullable().defaultTo('[]');
-    t.unique(['import_id', 'position']);
-  });
+  await createImportItemsTable(knex);
   await knex.raw(`insert into fhir_import_items (import_id, position, resource, code, form_code, field_code, row, visit_code, instance, value,
       unit, original, effective, saved_value, state, reason, chosen_by, candidates)
     select f.id, e.ord - 1, e.item->>'resource', (e.item->'code')::jsonb, e.item->>'form', e.item->>'field', (e.item->>'row')::int,
