@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { FhirImportStore, StoredFhirImport } from '../domain/stores.js';
-import { jsonParameter } from './insertRows.js';
+import { jsonParameter } from './jsonParameter.js';
 
 export const TABLE = 'fhir_imports';
 
