@@ -104,8 +104,9 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
        select fingerprint, at, position from unnest(cast(:fingerprints as bytea[]), cast(:ats as timestamptz[])) with ordinality as r(fingerprint, at, position)
      ),
      found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint in (select fingerprint from req)),
-     key_studies as (
-       select st.id as study_id, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+     key_studies as materialized (
+       select st.id as study_id, (select min(f.id) from found f where f.study_id = st.id) as first_key,
+         to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
          case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
        from studies st where st.id in (select study_id from found)
      ),
@@ -114,22 +115,28 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
        where found.revoked_at is null and date_trunc('milliseconds', found.expires_at) > req.at
          and found.maker_is_manager and (not found.can_read or found.maker_can_export)
      ),
-     working as (select id, count(*) as n from counting group by id order by id),
+     working as materialized (
+       select id, count(*) as n, array_agg(position order by position) as positions from counting group by id order by id
+     ),
      ${countRequestSql('working')}
      select found.*, s.study_row, s.study_structure, s.study_design, win.points as window_points, win.expire as window_expire,
-       (select array_agg(c.position order by c.position) from counting c where c.id = found.id) as counted_positions
-     from found join key_studies s using (study_id) left join win on win.key = 'key:' || found.id`,
+       w.positions as counted_positions
+     from found
+       left join (select study_id, first_key, study_row, study_structure, study_design from key_studies) s on s.first_key = found.id
+       left join working w on w.id = found.id
+       left join win on win.key = 'key:' || w.id`,
     {
       fingerprints: requests.map((r) => r.fingerprint), ats: requests.map((r) => r.at), known: [...designs.keys()],
       now: Date.now(), expire: Date.now() + RATE_WINDOW_MS,
     },
   ).options({ name: 'sdx_keys_for_requests' });
+  // A study's row and structure come once, with the first of its keys in the batch.
   const studies = new Map<number, StudyRow>();
+  for (const row of rows as KeyRecord[]) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row));
   const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow }>();
   /** Points of each counted request, by its 1-based position in the batch (`with ordinality`). */
   const counted = new Map<number, RateWindow>();
   for (const row of rows as KeyRecord[]) {
-    if (!studies.has(row.study_id)) studies.set(row.study_id, studyOfKeyRow(row));
     keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)! });
     const positions: number[] = (row.counted_positions ?? []).map(Number);
     // The counted requests of a key take its window's last places, in the batch's order.
