@@ -1,6 +1,6 @@
 /**
  * Scenario "many integrators": 50 API keys at once (autocannon, one connection per key, loopback only,
- * 5 s a run) on the design call and on small records calls (5 records each), against one service process.
+ * 4 s a run: lib/load.ts loadSeconds) on the design call and on small records calls (5 records each), against one service process.
  *
  * Floor: a bare Koa route answering the same design JSON (bench/bareKoa.mjs) on the same machine,
  * run back to back with the design call. The p99 is reported twice: at saturation (50 connections
@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { BenchContext } from './lib/context.js';
 import { freePort } from './lib/context.js';
 import { expectStatus, request } from './lib/http.js';
-import { describeRun, expectOnly, INTEGRATORS, loadRun, loadWorld, pacedRun, SMALL_CALL, type LoadResult } from './lib/load.js';
+import { describeRun, expectOnly, INTEGRATORS, loadRun, loadWorld, pacedRun, SMALL_CALL, type LoadResult, loadSeconds } from './lib/load.js';
 import { ratioAtLeast, summarise, valueBelow, type ScenarioResult } from './lib/results.js';
 import { startProcess } from './lib/service.js';
 import { median, round } from './lib/stats.js';
@@ -40,7 +40,7 @@ export async function integrators(ctx: BenchContext): Promise<ScenarioResult[]> 
   const barePort = await freePort();
   const bare = ctx.track(await startProcess('bare-koa', [path.resolve('bench/bareKoa.mjs'), String(barePort), bodyFile], { PATH: process.env.PATH }, /bare koa listening/, `http://127.0.0.1:${barePort}`));
 
-  const seconds = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
+  const seconds = loadSeconds();
   const run = async (label: string, options: Omit<Parameters<typeof loadRun>[0], 'world' | 'measure'>, allowed = ['200']): Promise<LoadResult> => {
     await resetRateWindows(knex);
     const measure = options.call === 'bare' ? { pids: [bare.pid] } : { pids: [service.pid], knex };

@@ -5,7 +5,7 @@
  * this machine; the database, autocannon and both processes share its two cores.
  */
 import type { BenchContext } from './lib/context.js';
-import { describeRun, expectOnly, INTEGRATORS, loadRun, loadWorld, type LoadResult } from './lib/load.js';
+import { describeRun, expectOnly, INTEGRATORS, loadRun, loadWorld, type LoadResult, loadSeconds } from './lib/load.js';
 import { summarise, type ScenarioResult } from './lib/results.js';
 import { median, round } from './lib/stats.js';
 import { resetRateWindows } from './lib/world.js';
@@ -15,7 +15,7 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult[]> {
   const world = await loadWorld(knex, 'SCALE');
   const one = await ctx.service('scale-out-1');
   const two = await ctx.service('scale-out-2');
-  const seconds = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
+  const seconds = loadSeconds();
   const run = async (label: string, urls: string[], call: 'design' | 'records', duration = seconds): Promise<LoadResult> => {
     await resetRateWindows(knex);
     const pids = urls.length === 1 ? [one.pid] : [one.pid, two.pid];
