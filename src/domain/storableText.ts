@@ -1,11 +1,17 @@
-/** NUL, or half of a surrogate pair: with the `u` flag a whole pair is one code point and does not match. */
-const UNSTORABLE = /[\u0000\p{Cs}]/u;
+declare global {
+  interface String {
+    /** ES2024 (Node 20 has it), missing from the ES2022 library this project compiles against: no lone surrogate. */
+    isWellFormed(): boolean;
+  }
+}
 
 /**
  * Whether PostgreSQL can keep the text as it is. Text and jsonb cannot hold NUL, and UTF-8 cannot
  * encode half of a surrogate pair (which JSON can still carry as a `\ud800` escape): such text is
  * refused where it enters, because storing or even comparing it would fail the whole statement.
+ * Two native scans rather than a regular expression with the `u` flag: a 4 MB FHIR file holds some
+ * hundred thousand strings, and the expression cost 14 times as much.
  */
 export function isStorableText(text: string): boolean {
-  return !UNSTORABLE.test(text);
+  return text.isWellFormed() && !text.includes('\u0000');
 }

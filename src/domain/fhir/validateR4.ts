@@ -135,6 +135,17 @@ function firstUnfit(value: unknown, depth: number): { why: string; path: string[
   if (typeof value === 'string') return isStorableText(value) ? undefined : { why: UNSTORABLE, path: [] };
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth === MAX_DEPTH) return { why: `nests deeper than ${MAX_DEPTH} levels`, path: [] };
+  // Arrays by index: `for…in` would make a string of every index, and FHIR files are mostly arrays.
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = firstUnfit(value[i], depth + 1);
+      if (found) {
+        found.path.push(String(i));
+        return found;
+      }
+    }
+    return undefined;
+  }
   for (const key in value) {
     if (!isStorableText(key)) return { why: UNSTORABLE, path: [key] };
     const found = firstUnfit((value as Record<string, unknown>)[key], depth + 1);
