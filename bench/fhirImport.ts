@@ -13,6 +13,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BenchContext } from './lib/context.js';
 import { expectStatus, request } from './lib/http.js';
+import { collectGarbage } from './lib/gc.js';
 import { ratioAtMost, summarise, valueBelow, type ScenarioResult } from './lib/results.js';
 import { median, round, timed } from './lib/stats.js';
 import { cpuMs } from './lib/service.js';
@@ -55,6 +56,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
   const startupMb = service.peakMemoryMb();
   const url = (subject: string, mode: string) => `${service.url}/api/v1/studies/${study.code}/fhir?subject=${encodeURIComponent(subject)}&mode=${mode}`;
   const send = async (subject: string, mode: 'review' | 'save') => {
+    collectGarbage();
     const { ms, value } = await timed(() => request('POST', url(subject, mode), { key: key.key, body, contentType: 'application/fhir+json' }));
     expectStatus(value, 201, `FHIR ${mode}`);
     const answer = JSON.parse(value.text) as { status: string; counts: Record<string, number> };
@@ -73,6 +75,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     const measured = await send(reviewPatient.subject, 'review');
     review.push(measured.ms);
     reviewCounts = measured.answer.counts;
+    collectGarbage();
     floorRuns.push((await timed(floor)).ms);
     ctx.log(`FHIR review ${i}/${reps}: ${measured.ms.toFixed(0)} ms, parse and map ${floorRuns[i - 1].toFixed(0)} ms`);
   }
@@ -86,6 +89,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     const measured = await send(savePatients[i].subject, 'save');
     save.push(measured.ms);
     saveCounts = measured.answer.counts;
+    collectGarbage();
     saveFloorRuns.push((await timed(floor)).ms);
     ctx.log(`FHIR save ${i}/${reps}: ${measured.ms.toFixed(0)} ms (${JSON.stringify(saveCounts)})`);
   }
