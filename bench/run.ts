@@ -47,6 +47,7 @@ async function main(): Promise<void> {
   try {
     for (const name of only) {
       ctx.log(`— ${name}`);
+      await db.settle();
       results.push(...(await SCENARIOS[name](ctx)));
     }
   } finally {
