@@ -1,12 +1,14 @@
 /**
- * An interleaved A/B of two builds on the FHIR review: `npx tsx bench/compareBuilds.ts <distA> <distB>`.
+ * An interleaved A/B of two builds: `npx tsx bench/compareBuilds.ts <distA> <distB>`, on the FHIR review
+ * (COMPARE_CALL=fhir, the default) or on the design call with 50 keys at once (COMPARE_CALL=design).
  *
  * make bench compares a call with its floor in the same run. Comparing two versions of the call by
  * running make bench once per build does not work on a shared machine: its drift between two runs is as
  * large as the changes measured, and a round-by-round comparison once showed a 15 ms "gain" that an
  * interleaved one did not (bench/README.md). Here both builds run at once, each as a service on its own
- * throwaway database, and answer alternate reviews of the largest Synthea file (COMPARE_REPS each,
- * default 50; which of the two goes first alternates), so both see the same machine.
+ * throwaway database, and take turns (which of the two goes first alternates), so both see the same
+ * machine: COMPARE_REPS turns each (default 50 reviews of the largest Synthea file, or 8 load runs of
+ * BENCH_LOAD_SECONDS).
  *
  * Both builds must have the same migrations: the databases are made with this checkout's.
  */
@@ -16,54 +18,98 @@ import { FIXTURE } from './fhirImport.js';
 import { createContext } from './lib/context.js';
 import { openBenchDatabase } from './lib/database.js';
 import { expectStatus, request } from './lib/http.js';
+import { expectOnly, loadRun, loadWorld } from './lib/load.js';
 import { median, percentile, timed } from './lib/stats.js';
-import { createStudy, demoDesign, makeKeys, seedPatients } from './lib/world.js';
+import { createStudy, demoDesign, makeKeys, resetRateWindows, seedPatients } from './lib/world.js';
 
 const WARM_UP = 3;
 
-/** A build's service on its own database, with a study, a key and the fixture's patient enrolled. */
-async function startBuild(dist: string) {
+/** What one turn of a build measured: what is compared, and anything told beside it. */
+interface Turn { value: number; aside?: number }
+
+/** A way to exercise a build: what it needs set up, and one turn of it. */
+interface Comparison {
+  unit: string;
+  /** What `aside` holds, when a turn reports more than its value. */
+  aside?: string;
+  defaultReps: number;
+  prepare(dist: string): Promise<{ turn(): Promise<Turn>; stop(): Promise<void> }>;
+}
+
+/** A build's service on its own throwaway database. */
+async function startService(dist: string) {
   const db = await openBenchDatabase();
   const ctx = createContext({ db, dist: path.resolve(dist), repetitions: 1 });
-  const study = await createStudy(db.knex, demoDesign('FHIR'));
-  const [key] = await makeKeys(db.knex, study, 1, 'Compared build');
-  const [patient] = await seedPatients(db.knex, study, 1, { sex: 'male', birthYear: 1915, enrolledOn: '1992-12-05', site: '01' });
-  const service = await ctx.service(path.basename(dist));
-  const url = `${service.url}/api/v1/studies/${study.code}/fhir?subject=${encodeURIComponent(patient.subject)}&mode=review`;
-  return { dist, db, ctx, url, key: key.key, runs: [] as number[] };
+  return { db, ctx, stop: async () => { await ctx.stopAll(); await db.close(); } };
 }
 
-type Build = Awaited<ReturnType<typeof startBuild>>;
+/** The FHIR review of the largest Synthea file into the fixture's patient, in ms. */
+const fhirReview: Comparison = {
+  unit: 'ms',
+  defaultReps: 50,
+  async prepare(dist) {
+    const { db, ctx, stop } = await startService(dist);
+    const study = await createStudy(db.knex, demoDesign('FHIR'));
+    const [key] = await makeKeys(db.knex, study, 1, 'Compared build');
+    const [patient] = await seedPatients(db.knex, study, 1, { sex: 'male', birthYear: 1915, enrolledOn: '1992-12-05', site: '01' });
+    const service = await ctx.service(path.basename(dist));
+    const url = `${service.url}/api/v1/studies/${study.code}/fhir?subject=${encodeURIComponent(patient.subject)}&mode=review`;
+    const body = readFileSync(FIXTURE);
+    return {
+      async turn() {
+        const { ms, value } = await timed(() => request('POST', url, { key: key.key, body, contentType: 'application/fhir+json' }));
+        expectStatus(value, 201, `FHIR review by ${dist}`);
+        return { value: ms };
+      },
+      stop,
+    };
+  },
+};
 
-async function review(build: Build, body: Buffer): Promise<number> {
-  const { ms, value } = await timed(() => request('POST', build.url, { key: build.key, body, contentType: 'application/fhir+json' }));
-  expectStatus(value, 201, `FHIR review by ${build.dist}`);
-  return ms;
-}
+/** The design call with 50 keys at once for a load run, in requests per second; aside, the service's CPU per request. */
+const designCall: Comparison = {
+  unit: 'req/s',
+  aside: 'service CPU ms per request',
+  defaultReps: 8,
+  async prepare(dist) {
+    const { db, ctx, stop } = await startService(dist);
+    const world = await loadWorld(db.knex, 'COMPARE');
+    const service = await ctx.service(path.basename(dist));
+    return {
+      async turn() {
+        await resetRateWindows(db.knex);
+        const result = await loadRun({ urls: [service.url], world, call: 'design', measure: { pids: [service.pid] } });
+        expectOnly(result, ['200'], `design call by ${dist}`);
+        return { value: result.rps, aside: result.cpuPerRequest.service };
+      },
+      stop,
+    };
+  },
+};
 
-async function stop(build: Build): Promise<void> {
-  await build.ctx.stopAll();
-  await build.db.close();
-}
+const COMPARISONS: Record<string, Comparison> = { fhir: fhirReview, design: designCall };
 
 async function main(): Promise<void> {
   const dists = process.argv.slice(2);
-  if (dists.length !== 2) throw new Error('usage: npx tsx bench/compareBuilds.ts <distA> <distB>');
-  const reps = Number(process.env.COMPARE_REPS ?? 50);
-  const body = readFileSync(FIXTURE);
-  const builds: Build[] = [];
+  const comparison = COMPARISONS[process.env.COMPARE_CALL ?? 'fhir'];
+  if (dists.length !== 2 || !comparison) throw new Error('usage: [COMPARE_CALL=fhir|design] npx tsx bench/compareBuilds.ts <distA> <distB>');
+  const reps = Number(process.env.COMPARE_REPS ?? comparison.defaultReps);
+  const builds: { dist: string; turns: Turn[]; turn(): Promise<Turn>; stop(): Promise<void> }[] = [];
   try {
-    for (const dist of dists) builds.push(await startBuild(dist));
-    for (let i = 0; i < WARM_UP; i++) for (const build of builds) await review(build, body);
+    for (const dist of dists) builds.push({ dist, turns: [], ...(await comparison.prepare(dist)) });
+    for (let i = 0; i < WARM_UP; i++) for (const build of builds) await build.turn();
     for (let i = 0; i < reps; i++) {
       const order = i % 2 === 0 ? builds : [...builds].reverse();
-      for (const build of order) build.runs.push(await review(build, body));
+      for (const build of order) build.turns.push(await build.turn());
     }
     for (const build of builds) {
-      process.stdout.write(`${build.dist}: median ${median(build.runs).toFixed(1)} ms, first quartile ${percentile(build.runs, 0.25).toFixed(1)} ms (${reps} reviews)\n`);
+      const values = build.turns.map((t) => t.value);
+      const asides = build.turns.flatMap((t) => (t.aside === undefined ? [] : [t.aside]));
+      const aside = asides.length > 0 ? `; ${comparison.aside} ${median(asides).toFixed(3)}` : '';
+      process.stdout.write(`${build.dist}: median ${median(values).toFixed(1)} ${comparison.unit}, quartiles ${percentile(values, 0.25).toFixed(1)}–${percentile(values, 0.75).toFixed(1)}${aside} (${reps} turns)\n`);
     }
   } finally {
-    for (const build of builds) await stop(build);
+    for (const build of builds) await build.stop();
   }
 }
 
