@@ -152,8 +152,14 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
       await db.close();
       phase = undefined;
       await server.stop();
-      for (const answer of await Promise.all(cut)) {
-        expect(answer.status, 'a records call whose transaction the stop ended').to.equal(503);
+      // The stop ends both waiting transactions, but the server signals its connections one after the other, the
+      // holder's first: on a busy machine a waiter can get the lock and commit in between. It must then answer
+      // 200 for a form that is really saved, which the checks of every answer below hold it to.
+      const cutAnswers = await Promise.all(cut);
+      answers.push(...cutAnswers);
+      const ended = cutAnswers.filter((answer) => answer.status === 503);
+      expect(ended.length, 'records calls whose transaction the stop ended').to.be.greaterThan(0);
+      for (const answer of ended) {
         expect(answer.body.code).to.equal('unavailable');
         expect(Number(answer.retryAfter)).to.be.greaterThan(0);
       }
