@@ -131,6 +131,23 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       expect((await findKeyForRequest(db.knex, fingerprintOf(a.key), new Date()))!.window!.points).to.equal(4);
     });
 
+    it('sends the look-ups made in one turn of the event loop in one statement, and a later one at once after it', async () => {
+      const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'One turn' });
+      const lookup = createKeyLookup(db.knex);
+      const statements: unknown[] = [];
+      const count = (query: { options?: { name?: string } }) => { if (query.options?.name === 'sdx_keys_for_requests') statements.push(query); };
+      db.knex.on('query', count);
+      try {
+        const together = await Promise.all(Array.from({ length: 10 }, () => lookup.find(fingerprintOf(key.key), new Date())));
+        expect(together.map((f) => f!.window!.points)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect(statements).to.have.length(1);
+        expect((await lookup.find(fingerprintOf(key.key), new Date()))!.window!.points).to.equal(11);
+        expect(statements).to.have.length(2);
+      } finally {
+        db.knex.off('query', count);
+      }
+    });
+
     it('gathers concurrent look-ups into batches without losing, doubling or deadlocking a count, over two processes\' worth of lookups', async () => {
       const keys = [await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 1' }), await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 2' })];
       const lookups = [createKeyLookup(db.knex), createKeyLookup(db.knex)];
