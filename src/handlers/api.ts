@@ -8,6 +8,7 @@ import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
 import type { KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
+import { parseRequestsQuickly } from './requestParsing.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
 import type { Services } from './requestState.js';
@@ -203,5 +204,6 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
   api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);
   await api.init();
   rememberRoutes(api);
+  parseRequestsQuickly(api.router);
   return api;
 }
