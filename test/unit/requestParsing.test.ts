@@ -30,7 +30,7 @@ const REQUESTS: [string, Request][] = [
   ['headers in capitals', koaRequest('GET', '/api/v1/studies/DEMO', { headers: { 'X-Custom': 'a', Authorization: 'Bearer sdx_y' } })],
   ['a path with a query string and no leading slash', koaRequest('GET', ' api/v1/studies/DEMO/queries?status=open ')],
   ['a path with a trailing slash', koaRequest('GET', '/api/v1/studies/DEMO/')],
-  ['coerced values, as validation hands them back', { method: 'get', path: '/api/v1/studies/DEMO/records', headers: {}, query: { limit: 5, include_removed: true, form: ['vs'] } }],
+  ['coerced values, as validation hands them back', { method: 'get', path: '/api/v1/studies/DEMO/records', headers: {}, query: { limit: 5, include_removed: true, form: ['vs'] } as unknown as Request['query'] }],
   ['a cookie (openapi-backend parses it)', koaRequest('GET', '/api/v1/studies/DEMO', { headers: { cookie: 'sdx_session=abc; other=1' } })],
   ['an NDJSON body as text (openapi-backend tries it as JSON)', koaRequest('POST', '/api/v1/studies/DEMO/fhir', { body: '{"resourceType":"Patient"}\n{"resourceType":"Observation"}' })],
   ['a query member named __proto__', koaRequest('GET', '/api/v1/studies/DEMO/records?__proto__=x&__proto__=y')],
