@@ -1,6 +1,6 @@
 /**
  * Scenario "many integrators": 50 API keys at once (autocannon, one connection per key, loopback only,
- * 4 s a run: lib/load.ts loadSeconds) on the design call and on small records calls (5 records each), against one service process.
+ * 3 s a run: lib/load.ts loadSeconds) on the design call and on small records calls (5 records each), against one service process.
  *
  * Floor: a bare Koa route answering the same design JSON (bench/bareKoa.mjs) on the same machine,
  * run back to back with the design call. The p99 is reported twice: at saturation (50 connections

@@ -4,7 +4,7 @@
  * printed). See bench/README.md for the scenarios, their floors and how to read the numbers.
  *
  * Environment: BENCH_ONLY=records,bulk,fhir,integrators,scaleout (a subset), BENCH_REPS (default 5),
- * BENCH_BULK_REPS / BENCH_LOAD_REPS (default 3), BENCH_LOAD_SECONDS (default 4), BENCH_PROFILE=1 (CPU
+ * BENCH_BULK_REPS / BENCH_LOAD_REPS (default 3), BENCH_LOAD_SECONDS (default 3), BENCH_PROFILE=1 (CPU
  * profiles of every service process, summarised at the end), BENCH_DIST (default dist),
  * BENCH_DATABASE_URL (a throwaway database to use instead of making one).
  */
