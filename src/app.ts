@@ -11,6 +11,7 @@ import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
 import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './handlers/requestState.js';
+import { keyLookupDone, startKeyLookup } from './handlers/keyLookupOfRequest.js';
 import { loadSpec } from './handlers/spec.js';
 import { createPortal } from './portal/index.js';
 import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
@@ -107,10 +108,12 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
       if (Number(ctx.get('content-length') || 0) > BODY_LIMIT) throw new DomainError('payload_too_large', { limit: '5 MB' });
       const type = ctx.request.type;
       if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
+      startKeyLookup(ctx.req, services, ctx.request.headers.authorization);
       try {
         // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.
         ctx.request.body = (await readBody(ctx.req, { limit: BODY_LIMIT, json: JSON_TYPES.includes(type) })) as typeof ctx.request.body;
       } catch (error) {
+        await keyLookupDone(ctx.req);
         throw error instanceof UnreadableBody ? bodyRefusal(error, operation?.operationId, type) : error;
       }
     }

@@ -8,6 +8,7 @@ import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
 import type { KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
+import { bearerOf, keyLookupOf } from './keyLookupOfRequest.js';
 import { parseRequestsQuickly } from './requestParsing.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
@@ -43,15 +44,6 @@ function unstorableParameters(c: Context): FieldError[] {
   return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
     .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
     .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));
-}
-
-/** `Authorization: Bearer <value>`; anything else present is a malformed key. */
-function bearerOf(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  // "Bearer" with no value after it (clients send it when their key variable is empty) is a missing key.
-  if (!value?.trim() || /^Bearer$/i.test(value.trim())) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(value.trim());
-  return match ? match[1] : value;
 }
 
 /** Methods and paths whose operation is remembered; paths carry study codes the client chooses, so the cache is bounded. */
@@ -107,16 +99,17 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
 
   api.registerSecurityHandler('ApiKey', async (_c: Context, ctx: KoaContext) => {
     try {
-      const now = new Date();
-      // The key's study and the counting of the request come in the key's own query: one round trip per request.
+      // The key's study and the counting of the request come in the key's own query: one round trip per request,
+      // sent with the headers when the request has a body (keyLookupOfRequest.ts).
+      const { at, find } = keyLookupOf(ctx.req, services, new Date());
       const lookup = {
         async findByFingerprint(fingerprint: Buffer) {
-          const found = await services.keyLookup.find(fingerprint, now);
+          const found = await find(fingerprint);
           if (found) keyRequests.set(ctx, found);
           return found?.key;
         },
       };
-      ctx.state.key = await authenticateKey(lookup, bearerOf(ctx.request.headers.authorization), now);
+      ctx.state.key = await authenticateKey(lookup, bearerOf(ctx.request.headers.authorization), at);
       return ctx.state.key;
     } catch (error) {
       // openapi-backend treats any rejection as "unauthorized"; keep the error so a database fault is not reported as a bad key.

@@ -135,6 +135,25 @@ describe('rate limit and usage counters across service processes', () => {
     expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(3);
   });
 
+  it('counts a working key\'s call whose body is refused once read (not JSON), not one refused from its headers alone (415), nor one of no key', async () => {
+    const { key, id } = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Clumsy sender' });
+    const post = (type: string, body: string, bearer = key) => fetch(`${small.baseUrl}/api/v1/studies/DEMO/records`, {
+      method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': type }, body,
+    });
+    const notJson = await post('application/json', '{"records": [');
+    expect(notJson.status).to.equal(422);
+    expect((await notJson.json()).code).to.equal('invalid_body');
+    const wrongType = await post('text/plain', 'records');
+    expect(wrongType.status).to.equal(415);
+    await wrongType.text();
+    // A value of no key (here not even well-formed): nothing is counted, whatever the body.
+    const unknown = await post('application/json', '{"records": [', `${key.slice(0, -6)}AAAAAA`);
+    expect(unknown.status).to.equal(422);
+    await unknown.text();
+    expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(1);
+    expect(rateHeaders(await get(small.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '5', remaining: '3' });
+  });
+
   it('does not count requests refused with 401: a revoked key never reaches 429', async () => {
     const { key, id } = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Revoked early' });
     await inTransaction(app.db.knex, (s) => revokeApiKey(s, { study: 'DEMO', keyId: id, by: world.manager, via: 'cli' }));
