@@ -3,7 +3,7 @@
  * bench/results.json (one entry per measurement) and bench/results.md (the same as a table, also
  * printed). See bench/README.md for the scenarios, their floors and how to read the numbers.
  *
- * Environment: BENCH_ONLY=records,bulk,fhir,integrators,scaleout (a subset), BENCH_REPS (default 5),
+ * Environment: BENCH_ONLY=records,bulk,fhir,integrators,scaleout (a subset), BENCH_REPS (default 9),
  * BENCH_BULK_REPS / BENCH_LOAD_REPS (default 3), BENCH_LOAD_SECONDS (default 3), BENCH_PROFILE=1 (CPU
  * profiles of every service process, summarised at the end), BENCH_DIST (default dist),
  * BENCH_DATABASE_URL (a throwaway database to use instead of making one).
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const db = await openBenchDatabase();
-  const ctx = createContext({ db, dist, profileDir, repetitions: Math.max(1, Number(process.env.BENCH_REPS ?? 5)) });
+  const ctx = createContext({ db, dist, profileDir, repetitions: Math.max(1, Number(process.env.BENCH_REPS ?? 9)) });
   ctx.log(`database: ${db.where}`);
   ctx.log(`service: node ${path.relative(process.cwd(), dist)}/src/server.js (compiled JavaScript, NODE_ENV unset, response validation off)`);
   const results: ScenarioResult[] = [];

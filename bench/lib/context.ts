@@ -9,7 +9,7 @@ export interface BenchContext {
   dist: string;
   /** Set with BENCH_PROFILE=1: services run under `node --cpu-prof` and write their profiles here. */
   profileDir?: string;
-  /** Measured repetitions of each scenario (BENCH_REPS, default 5; the load scenarios use fewer). */
+  /** Measured repetitions of each scenario (BENCH_REPS, default 9; the load scenarios use fewer). */
   repetitions: number;
   log(message: string): void;
   /** A service process on a free loopback port; every one started is stopped when the bench ends. */
