@@ -83,7 +83,7 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
     const plainBody = req.body === undefined || typeof req.body === 'object';
     if (!query || !plainBody || (operation && (!parameters || isStyled(operation)))) return libraryParse(req, operation);
     const headers: Record<string, string | string[]> = {};
-    for (const name of Object.keys(req.headers)) {
+    for (const name of Object.keys(req.headers ?? {})) {
       if (name === PROTOTYPE_KEY) return libraryParse(req, operation);
       headers[name.toLowerCase()] = req.headers[name];
     }

@@ -35,6 +35,7 @@ const REQUESTS: [string, Request][] = [
   ['an NDJSON body as text (openapi-backend tries it as JSON)', koaRequest('POST', '/api/v1/studies/DEMO/fhir', { body: '{"resourceType":"Patient"}\n{"resourceType":"Observation"}' })],
   ['a query member named __proto__', koaRequest('GET', '/api/v1/studies/DEMO/records?__proto__=x&__proto__=y')],
   ['a path no operation has', koaRequest('GET', '/api/v1/nowhere/at/all')],
+  ['no headers at all', { method: 'GET', path: '/api/v1/studies/DEMO', headers: undefined as unknown as Request['headers'], query: {} }],
 ];
 
 describe('parseRequestsQuickly', () => {
