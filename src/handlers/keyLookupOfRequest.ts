@@ -24,9 +24,11 @@ const underWay = new WeakMap<object, KeyLookupUnderWay>();
  * Sends the request's key look-up (src/db/keyLookup.ts) as soon as its headers are in, for a request whose
  * body is still to be read: the statement then runs while the body arrives and is parsed (for a 4 MB FHIR
  * file about 15 ms), rather than after it (about 3.5 ms on the call's path). The look-up also counts the
- * request, so a request with a working key whose body is then refused (413, 415, 400) counts too, as the
- * interface description says of every refused request but 401. A value that is not a well-formed key is
- * not looked up: the security step refuses it with no database look-up at all.
+ * request, so a request with a working key whose body is then refused (not JSON, not UTF-8, past 5 MB as
+ * it arrives) counts too, as the interface description says of every refused request but 401; app.ts
+ * calls this only once the headers themselves passed (415, and 413 for a declared length, come first).
+ * A value that is not a well-formed key is not looked up: the security step refuses it with no database
+ * look-up at all.
  */
 export function startKeyLookup(request: object, services: Pick<Services, 'keyLookup'>, authorization: string | string[] | undefined): void {
   const bearer = bearerOf(authorization);
