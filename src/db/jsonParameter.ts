@@ -1,6 +1,3 @@
-/** `String.prototype.toWellFormed` (Node 20) is newer than the ES2022 library the project compiles against. */
-type WellFormable = string & { toWellFormed(): string };
-
 /** `\ud800`–`\udfff` as JSON.stringify escapes them; a proper pair is written as its two characters, never escaped. */
 const LONE_SURROGATE_ESCAPE = /\\ud[89a-f][0-9a-f]{2}/i;
 
@@ -13,5 +10,5 @@ export function jsonParameter(value: unknown): string {
   // JSON.stringify writes a lone surrogate as a \udXXX escape, which jsonb refuses: only then is every string
   // mended, so the common case pays one scan of the text rather than a call per value.
   if (!LONE_SURROGATE_ESCAPE.test(json)) return json;
-  return JSON.stringify(value, (_key, member: unknown) => (typeof member === 'string' ? (member as WellFormable).toWellFormed() : member));
+  return JSON.stringify(value, (_key, member: unknown) => (typeof member === 'string' ? member.toWellFormed() : member));
 }

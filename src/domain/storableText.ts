@@ -1,10 +1,3 @@
-declare global {
-  interface String {
-    /** ES2024 (Node 20 has it), missing from the ES2022 library this project compiles against: no lone surrogate. */
-    isWellFormed(): boolean;
-  }
-}
-
 /**
  * Whether PostgreSQL can keep the text as it is. Text and jsonb cannot hold NUL, and UTF-8 cannot
  * encode half of a surrogate pair (which JSON can still carry as a `\ud800` escape): such text is
