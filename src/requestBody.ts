@@ -63,7 +63,6 @@ function collect(req: IncomingMessage, decoder: Transform | undefined, limit: nu
   const declared = decoder ? Number.NaN : Number(req.headers['content-length']);
   const into = Number.isSafeInteger(declared) && declared > 0 && declared <= limit ? Buffer.allocUnsafe(declared) : undefined;
   return new Promise((resolve, reject) => {
-    // Bytes beyond the declared length (Node's parser never passes them on) would still be kept, after it.
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
@@ -81,14 +80,15 @@ function collect(req: IncomingMessage, decoder: Transform | undefined, limit: nu
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) stop('too_large');
-      else if (into && size <= into.length) chunk.copy(into, size - chunk.length);
-      else chunks.push(chunk);
+      else if (!into) chunks.push(chunk);
+      // Node's parser never passes on more than the declared length; were it to, the body is not the one declared.
+      else if (size > into.length) stop('incomplete');
+      else chunk.copy(into, size - chunk.length);
     };
     source.on('data', onData);
     source.once('end', () => {
       done = true;
-      if (!into) resolve(Buffer.concat(chunks, size));
-      else resolve(chunks.length === 0 ? into.subarray(0, size) : Buffer.concat([into, ...chunks], size));
+      resolve(into ? into.subarray(0, size) : Buffer.concat(chunks, size));
     });
     // A decoder fails on data that is not in its coding; the request itself fails when the client goes away.
     decoder?.once('error', () => stop('corrupt_coding'));
