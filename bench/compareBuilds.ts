@@ -84,6 +84,7 @@ const designCall: Comparison = {
         expectOnly(result, ['200'], `design call by ${dist}`);
         // Statistics reach pg_stat_database up to half a second late.
         await new Promise((resolve) => setTimeout(resolve, 600));
+        // Less the two reads of the count, each a committed statement of its own.
         const statements = Math.max(1, (await commits()) - before - 2);
         return { value: result.rps, asides: { 'service CPU ms per request': result.cpuPerRequest.service, 'requests per commit': result.requests / statements } };
       },
