@@ -4,6 +4,11 @@
  * service's time in a bulk read (bench/README.md), so the records page splices the text the database
  * sends; the design call serialises its answer once, for its ETag and to send. The shape parameter
  * keeps the handler's reply typed against the spec; the tests still check every answer against it.
+ *
+ * The text is kept as a head, a list of items and a tail (`head + items.join(',') + tail`), because a
+ * list is far cheaper to encode item by item: V8 joins 1,000 strings into a long one and encodes that
+ * at a fraction of the speed it encodes the short ones (for a 390 KB page 0.4 ms item by item against
+ * 4.3 ms joined, bench/README.md).
  */
 export class SerializedJson<Body> {
   /** Only for the type checker: which body the text holds. */
@@ -11,7 +16,15 @@ export class SerializedJson<Body> {
 
   private encoded?: Buffer;
 
-  constructor(readonly text: string) {}
+  constructor(
+    private readonly head: string,
+    private readonly items: readonly string[] = [],
+    private readonly tail = '',
+  ) {}
+
+  get text(): string {
+    return this.head + this.items.join(',') + this.tail;
+  }
 
   /**
    * The text as UTF-8, encoded once (a cached design answer is sent many times). Node sends a 1 MB Buffer
@@ -19,6 +32,19 @@ export class SerializedJson<Body> {
    * 0.58–0.64 to 0.69–0.70 of its floor (bench/README.md).
    */
   get bytes(): Buffer {
-    return (this.encoded ??= Buffer.from(this.text, 'utf8'));
+    return (this.encoded ??= this.encode());
+  }
+
+  private encode(): Buffer {
+    if (this.items.length === 0) return Buffer.from(this.head + this.tail, 'utf8');
+    const parts: Buffer[] = [Buffer.from(this.head, 'utf8')];
+    for (const [i, item] of this.items.entries()) {
+      if (i > 0) parts.push(COMMA);
+      parts.push(Buffer.from(item, 'utf8'));
+    }
+    parts.push(Buffer.from(this.tail, 'utf8'));
+    return Buffer.concat(parts);
   }
 }
+
+const COMMA = Buffer.from(',');

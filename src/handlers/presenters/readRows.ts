@@ -26,7 +26,7 @@ export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'
 
 /** The records page as JSON text: each record is spliced in as the database wrote it (RecordReadRow). */
 export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire['RecordPage']> {
-  return new SerializedJson(`{"records":[${page.rows.map((r) => r.json).join(',')}],${JSON.stringify(pageTail(page)).slice(1)}`);
+  return new SerializedJson('{"records":[', page.rows.map((r) => r.json), `],${JSON.stringify(pageTail(page)).slice(1)}`);
 }
 
 export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
