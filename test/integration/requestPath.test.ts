@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import knexFactory, { type Knex } from 'knex';
 import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
 import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
 import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
@@ -129,6 +130,29 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id, revoked.id]).orderBy('id').pluck('request_count');
       expect(counts).to.deep.equal([3, 1, 0]);
       expect((await findKeyForRequest(db.knex, fingerprintOf(a.key), new Date()))!.window!.points).to.equal(4);
+    });
+
+    it('commits its counts without waiting for the WAL flush, and leaves that setting to its own transaction', async () => {
+      const fingerprint = fingerprintOf(world.key);
+      const single = knexFactory({ client: 'pg', connection: db.url, pool: { min: 1, max: 1 } });
+      try {
+        const setting = async (knex: Knex) => (await knex.raw(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
+        expect(await setting(single)).to.equal('on');
+        expect((await findKeyForRequest(single, fingerprint, new Date()))!.window).to.not.equal(undefined);
+        // The one connection of the pool, which clinical writes would use next, commits synchronously again.
+        expect(await setting(single)).to.equal('on');
+        await single.transaction(async (trx) => {
+          await findKeyForRequest(trx, fingerprint, new Date());
+          expect(await setting(trx)).to.equal('off');
+        });
+        // A batch of unknown keys counts nothing, and so changes nothing.
+        await single.transaction(async (trx) => {
+          await findKeyForRequest(trx, fingerprintOf('sdx_nothing'), new Date());
+          expect(await setting(trx)).to.equal('on');
+        });
+      } finally {
+        await single.destroy();
+      }
     });
 
     it('sends the look-ups made in one turn of the event loop in one statement, and a later one at once after it', async () => {
