@@ -1,15 +1,15 @@
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
 import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
 import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
 import { findKeysForRequests } from '../../src/db/apiKeys.js';
 import { createKeyLookup } from '../../src/db/keyLookup.js';
 import { insertRows } from '../../src/db/insertRows.js';
-import type { Database } from '../../src/db/knex.js';
+import { openDatabase, type Database } from '../../src/db/knex.js';
 import { createStores } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, makeKey, type StudyWorld } from '../helpers/factories.js';
-import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testConfig, testDatabase } from '../helpers/testDatabase.js';
 
 /**
  * The statements that every API request runs, merged or prepared for speed (bench/README.md): they
@@ -134,7 +134,9 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
     it('commits its counts without waiting for the WAL flush, and leaves that setting to its own transaction', async () => {
       const fingerprint = fingerprintOf(world.key);
-      const single = knexFactory({ client: 'pg', connection: db.url, pool: { min: 1, max: 1 } });
+      // A pool of one connection: the statement after the look-up runs on the connection the look-up used.
+      const one = await openDatabase(testConfig({ DATABASE_URL: db.url }), 1);
+      const single = one.knex;
       try {
         const setting = async (knex: Knex) => (await knex.raw(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
         expect(await setting(single)).to.equal('on');
@@ -151,7 +153,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
           expect(await setting(trx)).to.equal('on');
         });
       } finally {
-        await single.destroy();
+        await one.close();
       }
     });
 
