@@ -30,9 +30,10 @@ export function asciiJsonText(bytes: Buffer): string {
   const text = bytes.toString('latin1');
   const parts: string[] = [];
   let from = 0;
+  let runs = 0;
   BEYOND_ASCII.lastIndex = 0;
   for (let run = BEYOND_ASCII.exec(text); run !== null; run = BEYOND_ASCII.exec(text)) {
-    if (parts.length > 2 * MOST_RUNS) return bytes.toString('utf8');
+    if (++runs > MOST_RUNS) return bytes.toString('utf8');
     const characters = Buffer.from(run[0], 'latin1').toString('utf8');
     // After an odd number of backslashes the run follows a lone `\`, an invalid escape: written as an
     // escape it would make one valid (`\\u00e9`), so it stays as it came and the text stays invalid.
