@@ -37,6 +37,7 @@ export const en: Record<string, string> = {
   'api.isOff': 'The API is off: every call of every key of this study gets 403.',
   'api.turnOn': 'Turn the API on',
   'api.turnOff': 'Turn the API off',
+  'api.turnOffConfirm': 'Every key of this study gets 403 until the API is on again',
   'api.keysTitle': 'API keys',
   'api.noKeys': 'No key has been made for this study yet.',
   'api.key': 'Key',

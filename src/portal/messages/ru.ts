@@ -37,6 +37,7 @@ export const ru: Record<string, string> = {
   'api.isOff': 'API выключен: любой вызов любого ключа этого исследования получает 403.',
   'api.turnOn': 'Включить API',
   'api.turnOff': 'Выключить API',
+  'api.turnOffConfirm': 'Все ключи этого исследования получат 403, пока API снова не включат',
   'api.keysTitle': 'API-ключи',
   'api.noKeys': 'Для этого исследования ещё не создано ни одного ключа.',
   'api.key': 'Ключ',
