@@ -93,6 +93,8 @@ const DEMO_PEOPLE = [
   { email: 'site01@demo.test', name: 'Sam Site-Staff', password: 'demo-site01-1', role: 'site_staff' as const, canExport: false, unblinded: false, sites: ['01'] },
 ];
 
+const DEMO_KEY_NAME = 'Demo LIMS';
+
 // Usage errors too come out as one JSON object under --json, so scripts never parse prose.
 // (Subcommands inherit these settings only when set before they are added.)
 const wantsJson = process.argv.includes('--json');
@@ -163,7 +165,7 @@ program.command('patient').description('patients').command('consent <study> <sub
     return { study: code, subject: r.subject, consent: r.consent, data_use_withdrawn: r.dataUseWithdrawn };
   }));
 
-program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key')
+program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key (revoking the one before)')
   .addOption(jsonOption)
   .action((o) => run(o.json, async (db) => {
     const design = parseStudyDesign(fs.readFileSync(projectFile('studies/demo.yaml'), 'utf8'));
@@ -177,7 +179,10 @@ program.command('demo').description('load the demo study with a manager and site
         await addUser(s.people, person);
         await grantRole(s, operator, { study: design.code, ...person });
       }
-      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: 'Demo LIMS', canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
+      // Each start makes a fresh key: the one before is revoked (audited), so only one demo key is ever live.
+      const earlier = (await listApiKeys(s, design.code)).filter((k) => k.name === DEMO_KEY_NAME && k.revokedAt === null);
+      for (const k of earlier) await revokeApiKey(s, { study: design.code, keyId: k.id, by: DEMO_PEOPLE[0].email, via: 'cli' });
+      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: DEMO_KEY_NAME, canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
     });
     return {
       study: design.code,
