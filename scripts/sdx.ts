@@ -26,6 +26,7 @@ import { createStores, inTransaction } from '../src/db/stores.js';
 import { translate } from '../src/handlers/messages/index.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
 import { projectFile } from '../src/projectFiles.js';
+import { plainText } from './plainText.js';
 
 type Output = Record<string, unknown>;
 
@@ -36,10 +37,7 @@ function print(result: Output, json: boolean): void {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
-  for (const [name, value] of Object.entries(result)) {
-    const shown = typeof value === 'object' && value !== null ? JSON.stringify(value, null, 2) : String(value);
-    process.stdout.write(`${name}: ${shown}\n`);
-  }
+  process.stdout.write(plainText(result));
 }
 
 /** Opens the database, brings the schema up to date, runs one command and prints its result. */

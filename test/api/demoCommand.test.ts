@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { sdx } from '../helpers/sdxCli.js';
+import { sdx, sdxText } from '../helpers/sdxCli.js';
 import { resetDatabase, testDatabase, testEnv } from '../helpers/testDatabase.js';
 
 const run = promisify(execFile);
@@ -26,6 +26,19 @@ describe('sdx demo (what `make run` does before it starts the service)', () => {
     const after = (await sdx('key', 'list', 'DEMO')).keys;
     expect(after.filter((k: any) => k.state === 'active')).to.have.length(1);
     expect(after).to.have.length(3);
+  });
+
+  it('`sdx key list` prints a table for people (a header, one aligned line a key) and the same keys as JSON with --json', async () => {
+    const { keys } = await sdx('key', 'list', 'DEMO');
+    const lines = (await sdxText('key', 'list', 'DEMO')).trimEnd().split('\n');
+    expect(lines.slice(0, 3)).to.deep.equal(['study: DEMO', '', `keys (${keys.length}):`]);
+    const [header, ...rows] = lines.slice(3);
+    expect(header).to.match(/^id +name +hint +state +why +rights +sites +term_days +created_at +created_by +expires_at +revoked_at +last_used_at +requests +rows_read$/);
+    expect(rows).to.have.length(keys.length);
+    // Every column starts where its header does.
+    const stateAt = header.indexOf('state');
+    for (const [i, row] of rows.entries()) expect(row.slice(stateAt).split(' ')[0]).to.equal(keys[i].state);
+    expect(rows[0].startsWith(`${keys[0].id} `)).to.equal(true);
   });
 
   it('prints the study, the key, the people and where to start, as `make run` shows them', async () => {
