@@ -30,6 +30,11 @@ export const en: Record<string, string> = {
   'study.enrolledOn': 'Enrolled on',
   'study.openQueries': 'Open queries',
   'study.proposedImports': 'FHIR imports to review',
+  'study.search': 'Find a patient',
+  'study.find': 'Find',
+  'study.noMatch': 'No patient at your sites has a number containing “{search}”.',
+  'study.firstPage': 'First page',
+  'study.nextPage': 'Next {count} →',
 
   'api.title': 'API',
   'api.switchTitle': 'API of the study',

@@ -30,6 +30,11 @@ export const ru: Record<string, string> = {
   'study.enrolledOn': 'Дата включения',
   'study.openQueries': 'Открытые запросы',
   'study.proposedImports': 'Импорты FHIR на проверку',
+  'study.search': 'Найти пациента',
+  'study.find': 'Найти',
+  'study.noMatch': 'В ваших центрах нет пациента с номером, содержащим «{search}».',
+  'study.firstPage': 'Первая страница',
+  'study.nextPage': 'Следующие {count} →',
 
   'api.title': 'API',
   'api.switchTitle': 'API исследования',
