@@ -43,6 +43,7 @@ export const en: Record<string, string> = {
   'api.turnOn': 'Turn the API on',
   'api.turnOff': 'Turn the API off',
   'api.turnOffConfirm': 'Every key of this study gets 403 until the API is on again',
+  'api.turnOffUnconfirmed': 'The API is still on: tick the box to confirm that every key of this study is to stop working.',
   'api.keysTitle': 'API keys',
   'api.noKeys': 'No key has been made for this study yet.',
   'api.key': 'Key',

@@ -43,6 +43,7 @@ export const ru: Record<string, string> = {
   'api.turnOn': 'Включить API',
   'api.turnOff': 'Выключить API',
   'api.turnOffConfirm': 'Все ключи этого исследования получат 403, пока API снова не включат',
+  'api.turnOffUnconfirmed': 'API всё ещё включён: отметьте флажок, чтобы подтвердить, что все ключи исследования должны перестать работать.',
   'api.keysTitle': 'API-ключи',
   'api.noKeys': 'Для этого исследования ещё не создано ни одного ключа.',
   'api.key': 'Ключ',
