@@ -43,9 +43,7 @@ migrate: build
 	node bin/sdx.js migrate
 
 run: build
-	@node bin/sdx.js demo --json > .demo.json
-	@node -e 'const d=require("./.demo.json"); console.log("\nDemo study " + d.study + " is loaded.\n  API reference: " + d.base_url + "/api/v1/docs (examples: examples/README.md)\n  Demo API key (shown once): " + d.key + "\n  Try: curl -H \"Authorization: Bearer " + d.key + "\" " + d.base_url + "/api/v1/studies/" + d.study + "\n  People: " + d.people.map(p => p.email + " / " + p.password).join(", ") + "\n  Staff portal: sign in as one of them at " + d.base_url + "/portal/sign-in\n")'
-	@rm -f .demo.json
+	@set -o pipefail; node bin/sdx.js demo --json | node dist/scripts/printDemo.js
 	node dist/src/server.js
 
 test: gen-check lint test-suites test-browser

@@ -26,6 +26,7 @@ import { createStores, inTransaction } from '../src/db/stores.js';
 import { translate } from '../src/handlers/messages/index.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
 import { projectFile } from '../src/projectFiles.js';
+import { plainText } from './plainText.js';
 
 type Output = Record<string, unknown>;
 
@@ -36,10 +37,7 @@ function print(result: Output, json: boolean): void {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
-  for (const [name, value] of Object.entries(result)) {
-    const shown = typeof value === 'object' && value !== null ? JSON.stringify(value, null, 2) : String(value);
-    process.stdout.write(`${name}: ${shown}\n`);
-  }
+  process.stdout.write(plainText(result));
 }
 
 /** Opens the database, brings the schema up to date, runs one command and prints its result. */
@@ -92,6 +90,8 @@ const DEMO_PEOPLE = [
   { email: 'manager@demo.test', name: 'Dana Manager', password: 'demo-manager-1', role: 'manager' as const, canExport: true, unblinded: true, sites: undefined },
   { email: 'site01@demo.test', name: 'Sam Site-Staff', password: 'demo-site01-1', role: 'site_staff' as const, canExport: false, unblinded: false, sites: ['01'] },
 ];
+
+const DEMO_KEY_NAME = 'Demo LIMS';
 
 // Usage errors too come out as one JSON object under --json, so scripts never parse prose.
 // (Subcommands inherit these settings only when set before they are added.)
@@ -163,7 +163,7 @@ program.command('patient').description('patients').command('consent <study> <sub
     return { study: code, subject: r.subject, consent: r.consent, data_use_withdrawn: r.dataUseWithdrawn };
   }));
 
-program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key')
+program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key (revoking the one before)')
   .addOption(jsonOption)
   .action((o) => run(o.json, async (db) => {
     const design = parseStudyDesign(fs.readFileSync(projectFile('studies/demo.yaml'), 'utf8'));
@@ -177,7 +177,10 @@ program.command('demo').description('load the demo study with a manager and site
         await addUser(s.people, person);
         await grantRole(s, operator, { study: design.code, ...person });
       }
-      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: 'Demo LIMS', canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
+      // Each start makes a fresh key: the one before is revoked (audited), so only one demo key is ever live.
+      const earlier = (await listApiKeys(s, design.code)).filter((k) => k.name === DEMO_KEY_NAME && k.revokedAt === null);
+      for (const k of earlier) await revokeApiKey(s, { study: design.code, keyId: k.id, by: DEMO_PEOPLE[0].email, via: 'cli' });
+      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: DEMO_KEY_NAME, canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
     });
     return {
       study: design.code,

@@ -46,7 +46,7 @@ if [[ -n "$consent_required" ]]; then
   # Consent is recorded by the site team in the portal, not through the API. Until it is, a record of the
   # patient is refused with consent_missing; validate_only asks without saving anything.
   echo "   waiting for consent of patient $subject (the site team records it; for the demo study:"
-  echo "   node bin/sdx.js patient consent $STUDY $subject --given 2026-03-01)"
+  echo "   node bin/sdx.js patient consent $STUDY $subject --given 2026-02-16)"
   deadline=$((SECONDS + CONSENT_WAIT))
   while :; do
     check=$(call 200 -H 'Content-Type: application/json' -d "{\"records\":[$screening]}" "$API/records?validate_only=true")

@@ -74,7 +74,7 @@ if design["study"]["consent_required"]:
     # Consent is recorded by the site team in the portal, not through the API. Until it is, a record of
     # the patient is refused with consent_missing; validate_only asks without saving anything.
     print(f"   waiting for consent of patient {subject} (the site team records it; for the demo study:")
-    print(f"   node bin/sdx.js patient consent {STUDY} {subject} --given 2026-03-01)", flush=True)
+    print(f"   node bin/sdx.js patient consent {STUDY} {subject} --given 2026-02-16)", flush=True)
     deadline = time.monotonic() + CONSENT_WAIT
     while call("POST", f"{API}/records", {"validate_only": "true"}, {"records": [screening]})["results"][0]["code"] == "consent_missing":
         if time.monotonic() > deadline:

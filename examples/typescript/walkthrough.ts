@@ -44,7 +44,7 @@ if (design.study.consent_required) {
   // Consent is recorded by the site team in the portal, not through the API. Until it is, a record of the
   // patient is refused with consent_missing; validate_only asks without saving anything.
   console.log(`   waiting for consent of patient ${subject} (the site team records it; for the demo study:`);
-  console.log(`   node bin/sdx.js patient consent ${study} ${subject} --given 2026-03-01)`);
+  console.log(`   node bin/sdx.js patient consent ${study} ${subject} --given 2026-02-16)`);
   const deadline = Date.now() + consentWait * 1000;
   const consentMissing = async () => unwrap(await client.POST('/api/v1/studies/{study_code}/records', {
     params: { path, query: { validate_only: true } },

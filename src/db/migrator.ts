@@ -9,7 +9,7 @@ interface Migration { name: string; file: string }
 
 /**
  * Lists migrations by name without their extension, so the same history is recognised whether
- * they run from TypeScript sources (tests, tsx) or from the compiled JavaScript (`npm start`).
+ * they run from TypeScript sources (tests, tsx) or from the compiled JavaScript (`make run`).
  */
 const migrationSource: Knex.MigrationSource<Migration> = {
   async getMigrations() {

@@ -19,12 +19,16 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .select('s.code', 's.name', db.raw('array_agg(r.role order by r.role) as roles'));
       return rows.map((r) => ({ code: r.code, name: r.name, roles: r.roles }));
     },
-    async patientsAt(studyId, siteIds, hiddenFormIds) {
-      const rows = await db('patients as p')
+    async patientsAt(studyId, siteIds, hiddenFormIds, page) {
+      const q = db('patients as p')
         .join('sites as s', 's.id', 'p.site_id')
         .where('p.study_id', studyId)
         .whereIn('p.site_id', siteIds)
         .orderBy('p.subject')
+        .limit(page.limit);
+      if (page.contains) q.whereILike('p.subject', `%${page.contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      if (page.after !== undefined) q.where('p.subject', '>', page.after);
+      const rows = await q
         .select(
           'p.subject', 's.number as site', 'p.status', 'p.enrolled_on',
           db.raw(`(select count(*)::int from queries q join records r on r.id = q.record_id

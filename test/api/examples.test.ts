@@ -57,7 +57,7 @@ describe('examples/: the typical order of use in curl, Python and TypeScript', (
   for (const example of EXAMPLES) {
     it(`${example.name}: design, enrolment, consent by the site, forms, read back, incremental load, FHIR`, async () => {
       const env = { BASE_URL: proxy.url, KEY: world.key, STUDY: world.code, CONSENT_WAIT: '120' };
-      const run = await runExample(example.command, example.args, env, (subject) => giveConsent(app.db.knex, world.code, subject, '2026-03-01'));
+      const run = await runExample(example.command, example.args, env, (subject) => giveConsent(app.db.knex, world.code, subject, '2026-02-16'));
       expect(run.code, run.output).to.equal(0);
       expect(run.subject).to.match(/^01-\d{3}$/);
       expect(run.output).to.contain(`done: patient ${run.subject}`);

@@ -116,7 +116,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     expect((await stranger.post('/portal/sign-in', { email: 'boss@sdx.test', password: PASSWORD })).status).to.equal(403);
     expect(stranger.cookies.size).to.equal(0);
     // The same form with its token goes through.
-    expect((await boss.post(`/p/${world.code}/api/switch`, { api: 'off' })).status).to.equal(303);
+    expect((await boss.post(`/p/${world.code}/api/switch`, { api: 'off', confirm: 'yes' })).status).to.equal(303);
     expect((await app.db.knex('studies').where({ code: world.code }).first()).api_enabled).to.equal(false);
     expect((await boss.post(`/p/${world.code}/api/switch`, { api: 'on' })).status).to.equal(303);
   });

@@ -119,10 +119,18 @@ describe('staff portal: the study\'s API page', () => {
   });
 
   it('switches the API of the study off and on: keys then get 403, and each switch is audited', async () => {
-    const off = await manager.post(`/p/${world.code}/api/switch`, { api: 'off' });
+    // Off is dangerous: a red button behind a box to tick; on is an ordinary button.
+    const before = await manager.get(`/p/${world.code}/api`);
+    expect(before.html).to.match(/<input type="checkbox" name="confirm" value="yes" required> Every key of this study gets 403/)
+      .and.match(/<button type="submit" id="api-switch" class="danger">Turn the API off<\/button>/);
+    const unconfirmed = await manager.post(`/p/${world.code}/api/switch`, { api: 'off' });
+    expect(unconfirmed.status, 'off without the box ticked').to.equal(400);
+    expect(unconfirmed.html).to.include('The API is still on: tick the box');
+    expect((await app.call('GET', `/api/v1/studies/${world.code}`, { key: world.key })).status).to.equal(200);
+    const off = await manager.post(`/p/${world.code}/api/switch`, { api: 'off', confirm: 'yes' });
     expect(off.status).to.equal(303);
     const page = await manager.get(`/p/${world.code}/api`);
-    expect(page.html).to.include('The API is off').and.include('Turn the API on');
+    expect(page.html).to.include('The API is off').and.include('<button type="submit" id="api-switch">Turn the API on</button>').and.not.include('name="confirm"');
     const refused = await app.call('GET', `/api/v1/studies/${world.code}`, { key: world.key });
     expect(refused.status).to.equal(403);
     expect(refused.body.code).to.equal('api_disabled');

@@ -52,10 +52,12 @@ describe('staff portal: the patient card', () => {
     expect(facts).to.equal('Site 01 City Hospital Sex female Year of birth 1961 Enrolled on 2026-03-01 Status enrolled Consent given on 2026-02-20');
     const forms = section(card, 'forms');
     expect(forms).to.include('Vital signs vs — complete');
-    expect(forms).to.include('Systolic blood pressure sbp 232 mm[Hg]').and.include('Respiratory rate rr not done');
+    expect(forms).to.include('Systolic blood pressure sbp 232 mmHg').and.include('Respiratory rate rr not done');
     expect(forms).to.include('Sex sex 1 — Female').and.include('Height height 165.5 cm');
     expect(forms).to.include('Condition Code (SNOMED CT or ICD-10) Onset date Ongoing Essential hypertension 2015-05-01 yes');
     expect(forms).to.include('Haematology lab_hem — not entered');
+    // Units show as people write them; the UCUM code the design keeps is the unit's title.
+    expect(card.html).to.include('<span class="unit" title="UCUM: mm[Hg]">mmHg</span>');
   });
 
   it('lists the open queries and the patient\'s audit trail, escaped', async () => {
@@ -63,8 +65,29 @@ describe('staff portal: the patient card', () => {
     const queries = section(card, 'queries');
     expect(queries).to.match(/^Open queries Visit \/ form Field Status Message Opened by Opened screening \/ vs sbp open .*232.* Ward &lt;LIMS&gt; \(API\) \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     const audit = section(card, 'audit');
-    expect(audit).to.include('Ward &lt;LIMS&gt; (API)').and.include('record.value_set').and.include('screening / vs sbp 232').and.include('consent.given');
+    expect(audit).to.include('Ward &lt;LIMS&gt; (API)').and.include('Value entered').and.include('screening / vs sbp 232 mmHg').and.include('Consent given');
     expect(card.html).not.to.include('Ward <LIMS>');
+  });
+
+  it('shows the audit trail in words: actions, choices with their labels, marks, statuses and table rows, not codes and JSON', async () => {
+    const update = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+      key: world.key, body: { records: [{ subject, visit: 'screening', form: 'dm', update: true, values: { sex: '2' } }] },
+    });
+    expect(update.body.results[0].status).to.equal('ok');
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    const rows = [...card.html.matchAll(/<tr data-action="([^"]+)">([\s\S]*?)<\/tr>/g)]
+      .map(([, action, row]) => [action, row.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim()]);
+    const row = (action: string, text: string) => rows.find(([a, r]) => a === action && r.includes(text))?.[1];
+    expect(row('record.value_changed', 'sex'), 'a changed choice').to.contain('Value changed screening / dm sex 1 — Female 2 — Male');
+    expect(row('record.value_set', ' rr '), 'a not-done mark').to.contain('screening / vs rr not done');
+    expect(row('record.value_set', 'conditions'), 'a table row by row').to.contain('conditions Condition: Essential hypertension; Onset date: 2015-05-01; Ongoing: yes');
+    expect(row('consent.given', ''), 'consent').to.contain('Consent given');
+    expect(row('patient.enrolled', ''), 'enrolment').to.contain('Patient enrolled');
+    expect(card.html).to.not.match(/<td[^>]*>\s*\[?\{?&quot;/);
+
+    const ru = await staff.get(`/p/${world.code}/s/${subject}?lang=ru`);
+    expect(ru.html).to.include('Значение изменено').and.include('Согласие получено').and.include('не выполнялось');
+    await staff.get('/portal?lang=en');
   });
 
   it('leaves the forms of the unblinded team, and their audit entries, off the card of a blinded person', async () => {

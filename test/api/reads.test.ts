@@ -192,6 +192,13 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
       expect(byId('02-001/screening/lab_hem/1')).to.include({ source: 'fhir' });
     });
 
+    it('sends a page spaced like every other answer (JSON.stringify\'s compact form), blanks inside values kept', async () => {
+      const response = await fetch(`${app.baseUrl}/api/v1/studies/DEMO/records?limit=1000`, { headers: { authorization: `Bearer ${world.key}` } });
+      const body = await response.text();
+      expect(body).to.equal(JSON.stringify(JSON.parse(body)));
+      expect(body).to.contain('"term":"Essential hypertension"').and.contain('{"id":');
+    });
+
     it('reads the rows of a table field in order, a missing column left out', async () => {
       const mh = all.find((r) => r.id === recordId['01-001/screening/mh/1'])!;
       expect(mh.values).to.deep.equal({});

@@ -146,8 +146,10 @@ describe('staff portal in a browser', () => {
     expect(trail).to.deep.equal({ author: MANAGER.name, old_value: '140', new_value: '136' });
 
     await page.click(`text=Card of patient ${subject}`);
-    const audit = page.locator('#audit tr', { hasText: 'record.value_changed' }).filter({ hasText: 'sbp' });
+    const audit = page.locator('#audit tr[data-action="record.value_changed"]', { hasText: 'sbp' });
     expect(await audit.locator('.author').textContent()).to.equal(MANAGER.name);
+    expect(await audit.locator('.audit-value').allTextContents(), 'old and new value with the unit as people write it').to.deep.equal(['140 mmHg', '136 mmHg']);
+    expect(await audit.textContent()).to.include('Value changed');
     expect(await page.locator('#fhir-imports').textContent()).to.include('confirmed');
     await browser.screenshot('11-patient-card');
   });

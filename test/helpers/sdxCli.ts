@@ -17,3 +17,9 @@ export async function sdx(...args: string[]): Promise<any> {
 export async function sdxExitCode(...args: string[]): Promise<number> {
   return run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } }).then(() => 0, (e: { code: number }) => e.code);
 }
+
+/** Runs the real command line without `--json` and gives what it prints for people. */
+export async function sdxText(...args: string[]): Promise<string> {
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args], { env: { ...process.env, ...testEnv } });
+  return stdout;
+}

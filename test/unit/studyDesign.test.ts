@@ -96,7 +96,7 @@ describe('parseStudyDesign', () => {
       expect(demo.edit_checks.map((c) => c.action)).to.deep.equal(['query', 'query', 'reject']);
     });
 
-    // The codes that occur in /work/shared/fixtures/fhir (see its README) must reach a field.
+    // The codes that occur in test/fixtures/fhir (see its README) must reach a field.
     const fixtureCodes: [loinc: string, target: string, unit: string][] = [
       ['8480-6', 'vs.sbp', 'mm[Hg]'], ['8462-4', 'vs.dbp', 'mm[Hg]'], ['8867-4', 'vs.hr', '/min'],
       ['9279-1', 'vs.rr', '/min'], ['8310-5', 'vs.temp', 'Cel'], ['8331-1', 'vs.temp', 'Cel'],

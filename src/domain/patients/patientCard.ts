@@ -2,6 +2,8 @@ import type { ConsentRow, PatientRow, PatientStore, RecordStore, SiteRow, Stored
 import { formHidden } from '../studies/designForKey.js';
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
+import { displayUnit } from '../studyDesign/displayUnit.js';
+import { auditValueView, type AuditValueView } from './auditValues.js';
 
 /** The newest audit entries shown on a card; the rest stays in the database and the exports. */
 export const CARD_AUDIT_LIMIT = 500;
@@ -30,7 +32,10 @@ export interface PatientCardStore {
 export interface FieldView {
   code: string;
   label: string;
+  /** The unit as people write it (mmHg, 10³/µL); the design keeps the UCUM code. */
   unit: string | null;
+  /** The UCUM code of the unit, as the design, the API and the database keep it. */
+  ucum: string | null;
   /** The saved value as stored, a choice shown with its label; null when empty. */
   text: string | null;
   /** ND, UNK or NA when the field is marked not done. */
@@ -41,13 +46,19 @@ export interface FieldView {
 export interface FormView { code: string; name: string; status: 'complete' | 'draft' | null; fields: FieldView[] }
 export interface VisitView { code: string; name: string; instance: number; repeating: boolean; forms: FormView[] }
 
+/** An audit entry with its old and new values as the card shows them. */
+export interface AuditEntryView extends PatientAuditView {
+  oldView: AuditValueView | null;
+  newView: AuditValueView | null;
+}
+
 export interface PatientCard {
   patient: PatientRow;
   site: SiteRow;
   consent: ConsentRow | undefined;
   visits: VisitView[];
   queries: PatientQueryView[];
-  audit: PatientAuditView[];
+  audit: AuditEntryView[];
   auditLimited: boolean;
   imports: FhirImportSummary[];
 }
@@ -69,7 +80,8 @@ function formView(form: FormDef, record: StoredRecord | undefined): FormView {
     fields: form.fields.map((field) => ({
       code: field.code,
       label: field.label,
-      unit: 'unit' in field ? field.unit ?? null : null,
+      unit: 'unit' in field && field.unit ? displayUnit(field.unit) : null,
+      ucum: 'unit' in field ? field.unit ?? null : null,
       text: field.type === 'table' ? null : textOf(field, record?.values[field.code]),
       notDone: record?.notDone[field.code] ?? null,
       table: field.type === 'table'
@@ -122,7 +134,10 @@ export async function patientCard(
     consent,
     visits,
     queries,
-    audit: audit.slice(0, CARD_AUDIT_LIMIT),
+    audit: audit.slice(0, CARD_AUDIT_LIMIT).map((a) => {
+      const form = visible.find((f) => f.code === a.form);
+      return { ...a, oldView: auditValueView(a.action, form, a.field, a.oldValue), newView: auditValueView(a.action, form, a.field, a.newValue) };
+    }),
     auditLimited: audit.length > CARD_AUDIT_LIMIT,
     imports,
   };

@@ -14,14 +14,36 @@ export interface SitePatient {
   proposedImports: number;
 }
 
+/** Patients shown on one page of the list. */
+export const PATIENTS_PER_PAGE = 50;
+/** A search longer than any subject number finds nothing anyway; it is cut here. */
+const LONGEST_SEARCH = 100;
+
+/** Which part of the list: subjects containing `search` (any case), after the subject `after`. */
+export interface PatientListRequest { search?: string; after?: string }
+
 export interface SitePatientsStore {
-  patientsAt(studyId: number, siteIds: number[], hiddenFormIds: number[]): Promise<SitePatient[]>;
+  /** In subject order, at most `limit`, subjects containing `contains` (any case) and after `after`. */
+  patientsAt(studyId: number, siteIds: number[], hiddenFormIds: number[], page: { contains?: string; after?: string; limit: number }): Promise<SitePatient[]>;
 }
 
-/** The patients of the sites a person reaches, in subject order: the way to a patient's card. */
-export async function sitePatients(stores: { studies: StudyStore; portalReads: SitePatientsStore }, access: StaffAccess): Promise<SitePatient[]> {
+/**
+ * The patients of the sites a person reaches, in subject order, a page at a time: the way to a
+ * patient's card. Pages follow the subject (keyset), not an offset, so a patient enrolled while someone
+ * pages is neither shown twice nor skipped; `next` is the subject to continue after, null on the last page.
+ */
+export async function sitePatients(
+  stores: { studies: StudyStore; portalReads: SitePatientsStore },
+  access: StaffAccess,
+  request: PatientListRequest = {},
+): Promise<{ patients: SitePatient[]; search: string; next: string | null }> {
   const study = access.study;
   const ids = await stores.studies.designIds(study);
   const hidden = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);
-  return stores.portalReads.patientsAt(study.id, access.siteIds, hidden);
+  const search = (request.search ?? '').trim().slice(0, LONGEST_SEARCH);
+  const rows = await stores.portalReads.patientsAt(study.id, access.siteIds, hidden, {
+    contains: search || undefined, after: request.after || undefined, limit: PATIENTS_PER_PAGE + 1,
+  });
+  const patients = rows.slice(0, PATIENTS_PER_PAGE);
+  return { patients, search, next: rows.length > PATIENTS_PER_PAGE ? patients[patients.length - 1].subject : null };
 }

@@ -11,7 +11,7 @@ import { createStores, inTransaction } from '../../db/stores.js';
 import { statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
 import { formFields } from '../formBody.js';
-import { errorDetail } from '../messages/index.js';
+import { errorDetail, portalText } from '../messages/index.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';
@@ -44,7 +44,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     return access;
   }
 
-  async function showPage(ctx: PortalContext, access: StaffAccess, extra: { form?: KeyForm; error?: string } = {}, status = 200) {
+  async function showPage(ctx: PortalContext, access: StaffAccess, extra: { form?: KeyForm; error?: string; switchError?: string } = {}, status = 200) {
     const stores = createStores(knex);
     const [keys, reads, sites] = await Promise.all([
       listApiKeys(stores, access.study.code),
@@ -54,7 +54,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     const form = extra.form ?? { ...EMPTY_FORM, read: access.canExport, sites: sites.filter((s) => access.managerSiteIds.includes(s.id)).map((s) => s.number) };
     renderPage(ctx, 'apiPage', {
       title: 'api.title', study: access.study, access, keys, reads, terms: KEY_TERMS,
-      sites: sites.filter((s) => access.managerSiteIds.includes(s.id)), form, error: extra.error ?? null,
+      sites: sites.filter((s) => access.managerSiteIds.includes(s.id)), form, error: extra.error ?? null, switchError: extra.switchError ?? null,
       // The notice after a revocation names the key only when it is revoked indeed: a crafted link cannot say otherwise.
       revoked: keys.find((k) => String(k.id) === ctx.query.revoked && k.state === 'revoked')?.id ?? null,
     }, status);
@@ -96,7 +96,13 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
 
   router.post('/p/:study/api/switch', signedIn, async (ctx) => {
     const access = await managerAccess(ctx);
-    const wanted = formFields(ctx).api;
+    const fields = formFields(ctx);
+    const wanted = fields.api;
+    // Off stops every system of the study at once: only with the box ticked, whatever sent the form.
+    if (wanted === 'off' && fields.confirm !== 'yes') {
+      await showPage(ctx, access, { switchError: portalText(ctx.state.lang, 'api.turnOffUnconfirmed') }, 400);
+      return;
+    }
     if (wanted === 'on' || wanted === 'off') {
       await inTransaction(knex, (stores) => changeStudySettings(stores, portalActor(ctx), access.study.code, { apiEnabled: wanted === 'on' }));
     }
