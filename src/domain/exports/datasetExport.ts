@@ -28,7 +28,8 @@ export async function listDatasets(stores: Stores, key: KeyContext, study: Study
       const records = await snapshot.count(scope, formIdsOf(ids, [dataset.form.code]), dataset.table?.code);
       summaries.push({ name: dataset.name, label: dataset.label, itemGroupOID: dataset.itemGroupOID, form: dataset.form.code, table: dataset.table?.code ?? null, records });
     }
-    await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'datasets', filters: {}, rows: summaries.length });
+    // A list of datasets holds no patient's data: it is logged, with no rows read.
+    await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'datasets', filters: {}, rows: 0 });
     return summaries;
   } finally {
     await snapshot.close();
