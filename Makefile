@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 MOCHA := npx mocha
 
-.PHONY: help install gen gen-check lint build migrate run test test-suites test-unit test-integration test-api test-browser contract chromium bench clean
+.PHONY: help install gen gen-check lint build migrate run test test-suites test-unit test-integration test-api test-browser contract chromium xmllint bench clean
 
 help:
 	@echo "make run    install, build, migrate, load the demo study and start the service (embedded PostgreSQL)"
@@ -56,7 +56,7 @@ test-unit: install
 test-integration: install
 	$(MOCHA) --config test/.mocharc.integration.json
 
-test-api: install
+test-api: install xmllint
 	$(MOCHA) --config test/.mocharc.api.json
 
 ## The staff portal and the API reference page in headless Chromium (playwright-core drives Debian's browser; npm downloads none).
@@ -72,6 +72,10 @@ contract: install
 ## Debian's Chromium, installed only when missing (a fresh machine or CI); the machine's user is root.
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
+
+## xmllint (Debian's libxml2-utils), installed only when missing: the ODM export is validated with it against CDISC's schemas.
+xmllint:
+	@command -v xmllint >/dev/null || (apt-get update && apt-get install -y --no-install-recommends libxml2-utils)
 
 ## Benchmarks: the compiled service (dist/) on PostgreSQL, results in bench/results.json and .md. Not tests: make test never depends on speed.
 bench: build

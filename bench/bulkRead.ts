@@ -4,9 +4,11 @@
  * following `next` to the end, as a sponsor's full load would.
  *
  * Floor: the same rows (the same columns, joins, visibility conditions and keyset order as the read
- * call's own query) selected page by page with plain `pg`. Reported as rows per second.
+ * call's own query) selected page by page with plain `pg`. Reported as rows per second. The same study
+ * then measures the CDISC exports against the same floor (bench/exports.ts).
  */
 import pg from 'pg';
+import { exportsOfStudy } from './exports.js';
 import type { BenchContext } from './lib/context.js';
 import { expectStatus, request } from './lib/http.js';
 import { ratioAtLeast, summarise, type ScenarioResult } from './lib/results.js';
@@ -141,9 +143,10 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
     floorRuns.push(total / (floor.ms / 1000));
     ctx.log(`bulk read ${i}/${reps}: ${(read.ms / 1000).toFixed(1)} s through the API, ${(floor.ms / 1000).toFixed(1)} s plain`);
   }
-  await client.end();
   await service.stop();
-  return [summarise({
+  const exports = await exportsOfStudy(ctx, study, key.key, total, selectAll, reps);
+  await client.end();
+  const bulk = summarise({
     scenario: 'bulk_read',
     title: `bulk read (${total} records, limit=${PAGE})`,
     unit: 'rows/s',
@@ -152,5 +155,6 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
     floorRuns,
     goal: ratioAtLeast(2 / 3, '0.67'),
     details: { records: total, pages: Math.ceil(total / PAGE), seeding_s: Math.round(seeded.ms / 100) / 10 },
-  })];
+  });
+  return [bulk, ...exports];
 }

@@ -196,6 +196,139 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/studies/{study_code}/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the study's datasets (CDISC Dataset-JSON)
+         * @description Lists the datasets that `getDataset` serves: one per form the key may see, and one per table field of
+         *     such a form (its rows are the table's rows, one per table row). Each has its `name` (the form code in
+         *     capitals, or `<FORM>_<TABLE>`), its label, its item group OID (the `ItemGroupDef` OID of the ODM
+         *     export, so the two exports describe the same thing) and its row count as the key may see it (the
+         *     key's sites, no patient who withdrew consent to data use). Needs the read right. Counted in the read
+         *     log.
+         *
+         *     Follows the collection of CDISC's draft Dataset-JSON API (`GET /studies/{studyOID}/datasets`) with one
+         *     difference: the list comes inside an object (`datasets`), as every answer of this API does, so that
+         *     members can be added within v1.
+         */
+        get: operations["listDatasets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/datasets/{dataset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /** @description A dataset `name` from `listDatasets`. A name the key may not read gives 404 `dataset_not_found`. */
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one dataset as CDISC Dataset-JSON v1.1
+         * @description Returns the dataset as a CDISC Dataset-JSON v1.1 file: `application/json` (one JSON object) or, when
+         *     `Accept` asks for `application/x-ndjson`, Dataset-JSON NDJSON (the first line is the metadata, then
+         *     one row per line). The answer is streamed from one consistent snapshot of the database, so a study of
+         *     any size is exported in bounded memory; `records` gives the number of rows. Needs the read right.
+         *     The key's sites, blinding (no unblinded-team form for a blinded maker) and withdrawn consent apply as
+         *     for `listFormRecords`. Entered in the read log with the number of rows.
+         *
+         *     Columns, in order: `STUDYID` (study code), `SITEID`, `SUBJID`, `VISITCD` (visit code), `VISIT` (visit
+         *     name), `VISITNUM` (the visit's order in the schedule, from 1), `INSTANCE` (occurrence of a repeating
+         *     visit), `FORMSTAT` (`complete` or `draft`), for a table dataset `ROW` (the row's number, from 1), then
+         *     one column per field (or table column) named by its code in capitals. Key variables (`keySequence`):
+         *     `STUDYID`, `SUBJID`, `VISITNUM`, `INSTANCE` and `ROW`; rows come in that order. Each field column has
+         *     the item OID of the ODM export (`IT.<FORM>.<FIELD>`), the field's label with its UCUM unit in
+         *     brackets (the Dataset-JSON column has no member of its own for a unit; CDISC's own examples put it in
+         *     the label, "Baseline Height (cm)"), and the standard's data type: `integer` fields as JSON integers,
+         *     `decimal` fields as `decimal` strings with the field's decimals (`targetDataType: decimal`, and a
+         *     `displayFormat` of width and decimals), `date` as ISO 8601 date strings (`displayFormat` `E8601DA.`),
+         *     `time` as ISO 8601 `HH:MM` strings (`E8601TM.`), `yesno` as `boolean`, and `choice`, `multichoice`
+         *     and `text` as strings of the saved option codes or text. `length` is the planned length of the
+         *     value as text. An empty field is `null`. A field of a form dataset left empty on purpose keeps its
+         *     mark in the column `<FIELD>ND` that follows it (`ND`, `UNK`, `NA`, or `null`); a table field's own
+         *     mark is in `<TABLE>ND`.
+         *
+         *     Follows CDISC's draft Dataset-JSON API (`GET /studies/{studyOID}/datasets/{datasetOID}`) and its
+         *     `metadataonly` parameter. Differences: no `offset`/`limit` (the dataset is streamed whole; read the
+         *     NDJSON form line by line instead), no snapshots (every answer is a snapshot of that moment), and the
+         *     study is named by its code.
+         */
+        get: operations["getDataset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/odm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export the study as CDISC ODM 1.3.2 XML
+         * @description Returns a CDISC ODM 1.3.2 file (`FileType="Snapshot"`), streamed from one consistent snapshot of the
+         *     database. `content=metadata` gives the study's metadata: `MetaDataVersion` with `Protocol`, a
+         *     `StudyEventDef` per visit, a `FormDef` per form, an `ItemGroupDef` per form and per table field
+         *     (repeating), an `ItemDef` per field and table column with its data type, `RangeCheck`s from the
+         *     field's range, a `MeasurementUnitRef` to the `MeasurementUnit` of its UCUM unit, and a `CodeList` per
+         *     field with options. `content=data` gives `AdminData` (a `Location` per site, a `User` per author) and
+         *     `ClinicalData`: `SubjectData` / `StudyEventData` (`StudyEventRepeatKey` the instance of a repeating
+         *     visit) / `FormData` / `ItemGroupData` (a table's rows with `ItemGroupRepeatKey` from 1) /
+         *     `ItemData`. `content=all` (the default) gives both. A field left empty on purpose is an `ItemData`
+         *     with `IsNull="Yes"` and its mark in `Annotation`/`Comment`.
+         *
+         *     `audit=true` adds to each `ItemData` the `AuditRecord` of the value's last change in the audit trail
+         *     (author, site, time, reason, and the audit row's id as `SourceID`). It needs the read right of a key
+         *     whose maker holds the export right.
+         *
+         *     The same key rules as `listFormRecords`: the key's sites, no unblinded-team form for a blinded maker,
+         *     no patient who withdrew consent to data use. Entered in the read log with the number of records.
+         *     Characters that XML 1.0 cannot carry (control characters other than tab and line breaks) are written
+         *     as U+FFFD.
+         */
+        get: operations["exportOdm"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -260,6 +393,57 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        DatasetList: {
+            datasets: components["schemas"]["DatasetSummary"][];
+        };
+        DatasetSummary: {
+            /** @description What `getDataset` takes. */
+            name: string;
+            label: string;
+            /** @description The `ItemGroupDef` OID in the ODM export. */
+            itemGroupOID: string;
+            /** @description The form's code. */
+            form: string;
+            /** @description The table field's code for a table dataset, else null. */
+            table: string | null;
+            /** @description Rows the key may read now. */
+            records: number;
+        };
+        DatasetColumn: {
+            itemOID: string;
+            name: string;
+            label: string;
+            /** @enum {string} */
+            dataType: "string" | "integer" | "decimal" | "float" | "double" | "boolean" | "datetime" | "date" | "time" | "URI";
+            /** @enum {string} */
+            targetDataType?: "integer" | "decimal";
+            length?: number;
+            displayFormat?: string;
+            keySequence?: number;
+        };
+        /** @description A CDISC Dataset-JSON v1.1 file (its official JSON Schema validates it). */
+        DatasetJson: {
+            datasetJSONCreationDateTime: string;
+            /** @enum {string} */
+            datasetJSONVersion: "1.1.0";
+            fileOID?: string;
+            dbLastModifiedDateTime?: string;
+            originator?: string;
+            sourceSystem?: {
+                name: string;
+                version: string;
+            };
+            studyOID?: string;
+            metaDataVersionOID?: string;
+            /** @description The address of this study's ODM metadata (`exportOdm?content=metadata`). */
+            metaDataRef?: string;
+            itemGroupOID: string;
+            records: number;
+            name: string;
+            label: string;
+            columns: components["schemas"]["DatasetColumn"][];
+            rows?: (string | number | boolean | null)[][];
+        };
         /**
          * @description RFC 9457 problem details, sent as `application/problem+json` for every refusal of a whole request.
          *     Branch on `code`. `title`, `detail` and `errors[].message` are localized (`lang`, `Accept-Language`).
@@ -1443,6 +1627,138 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDatasets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The datasets the key may read. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDataset: {
+        parameters: {
+            query?: {
+                /** @description `true`: the metadata only, without `rows` (NDJSON: the first line only). */
+                metadataonly?: boolean;
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /** @description A dataset `name` from `listDatasets`. A name the key may not read gives 404 `dataset_not_found`. */
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetJson"];
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportOdm: {
+        parameters: {
+            query?: {
+                /** @description What the file holds. */
+                content?: "metadata" | "data" | "all";
+                /** @description `true`: each `ItemData` carries the `AuditRecord` of its last change. */
+                audit?: boolean;
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ODM file. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/xml": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

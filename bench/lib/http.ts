@@ -40,3 +40,28 @@ export function request(
 export function expectStatus(answer: Answer, status: number, what: string): void {
   if (answer.status !== status) throw new Error(`${what}: expected ${status}, got ${answer.status}: ${answer.text.slice(0, 500)}`);
 }
+
+/**
+ * A GET whose answer is counted as it streams in, never held: how often `needle` (ASCII) occurs, and
+ * the bytes. For exports of a whole study, which the client must not buffer either.
+ */
+export function countedRequest(url: string, options: { key: string; accept?: string }, needle: string): Promise<{ status: number; count: number; bytes: number }> {
+  const headers: Record<string, string> = { authorization: `Bearer ${options.key}` };
+  if (options.accept) headers.accept = options.accept;
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers, agent }, (answer) => {
+      let count = 0;
+      let bytes = 0;
+      // The end of the previous chunk, so a needle split across two chunks is still found once.
+      let carry = '';
+      answer.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        const text = carry + chunk.toString('latin1');
+        for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count += 1;
+        carry = text.slice(Math.max(0, text.length - needle.length + 1));
+      });
+      answer.on('end', () => resolve({ status: answer.statusCode ?? 0, count, bytes }));
+      answer.on('error', reject);
+    }).on('error', reject);
+  });
+}

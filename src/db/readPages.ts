@@ -18,7 +18,7 @@ const ISO_INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * selectivities, misjudges the row count and sorts the whole site instead of walking the
  * `(study_id, site_id, id)` index in id order (test/integration/readPages.test.ts runs EXPLAIN).
  */
-function visible(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+export function visible(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
   q.where(`${alias}.study_id`, scope.studyId).whereIn(`${alias}.site_id`, sitesOf(scope, filters)).whereNull('p.data_use_withdrawn_at');
   if (filters.subject !== undefined) q.where('p.subject', filters.subject);
   return q;
@@ -30,7 +30,7 @@ function sitesOf(scope: ReadScope, filters: ReadFilters): number[] {
 }
 
 /** Forms of the unblinded team stay hidden whatever the form filter asks for. */
-function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
   if (filters.formId !== undefined) {
     if (scope.hiddenFormIds.includes(filters.formId)) q.whereRaw('false');
     else q.where(`${alias}.form_id`, filters.formId);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { apiKeyStore } from './apiKeys.js';
 import { auditStore } from './auditEvents.js';
+import { exportStore } from './exports.js';
 import { fhirImportStore } from './fhirImports.js';
 import { idempotencyKeyStore } from './idempotencyKeys.js';
 import { patientStore } from './patients.js';
@@ -30,6 +31,7 @@ export function createStores(db: Knex) {
     sessions: sessionStore(db),
     portalReads: portalReadStore(db),
     idempotencyKeys: idempotencyKeyStore(db),
+    exports: exportStore(db),
   };
 }
 

@@ -322,3 +322,40 @@ export interface IdempotencyKeyStore {
   /** Keeps the answer of a key claimed by the calling transaction, and removes some keys older than `lifetimeHours`. */
   keepResult(scope: IdempotencyScope, result: unknown, lifetimeHours: number): Promise<void>;
 }
+
+/** A saved record as the CDISC exports read it, with the last audited change of each field when asked for. */
+export interface ExportRecord {
+  subject: string;
+  site: string;
+  visit: string;
+  form: string;
+  instance: number;
+  status: string;
+  values: Record<string, string>;
+  notDone: Record<string, string>;
+  tables: Record<string, Record<string, string>[]>;
+  updatedAt: Date;
+  /** Field code → its last change in the audit trail; only with `withAudit`. */
+  lastChanges?: Record<string, FieldChange>;
+}
+
+/** One value's last change, as ODM's AuditRecord carries it. */
+export interface FieldChange { auditId: number; at: Date; author: string; actorType: string; actorId: number | null; reason: string }
+
+/** Counts and streams of one consistent snapshot of the database, for an export of any size. */
+export interface ExportSnapshot {
+  /** Records of the forms that the scope may see or, with `table`, the rows of that table field in them. */
+  count(scope: ReadScope, formIds: number[], table?: string): Promise<number>;
+  /** Who wrote the audit trail of those records, for ODM's AdminData: one entry per actor, with its latest name. */
+  authors(scope: ReadScope, formIds: number[]): Promise<{ actorType: string; actorId: number | null; author: string }[]>;
+  /** When the newest of those records changed; null when there is none. */
+  lastModified(scope: ReadScope, formIds: number[]): Promise<Date | null>;
+  /** The records of the forms, by subject, visit order, instance and form order, read as they are needed. */
+  records(scope: ReadScope, formIds: number[], options: { withAudit: boolean }): AsyncIterable<ExportRecord>;
+  /** Ends the snapshot; safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface ExportStore {
+  openSnapshot(): Promise<ExportSnapshot>;
+}

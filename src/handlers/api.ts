@@ -11,6 +11,7 @@ import { handlers } from './index.js';
 import { bearerOf, keyLookupOf } from './keyLookupOfRequest.js';
 import { parseRequestsQuickly } from './requestParsing.js';
 import { SerializedJson } from './serializedJson.js';
+import { StreamedBody } from './streamedBody.js';
 import { validationError } from './problem.js';
 import type { Services } from './requestState.js';
 import type { KoaContext, OperationId } from './types.js';
@@ -27,6 +28,9 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listFormRecords: 'read',
   listQueries: 'read',
   importFhirRecord: 'write',
+  listDatasets: 'read',
+  getDataset: 'read',
+  exportOdm: 'read',
   getOpenApi: null,
   getApiDocs: null,
   getApiDocsAsset: null,
@@ -176,6 +180,13 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     },
     postResponseHandler: (c: Context, ctx: KoaContext) => {
       const reply = c.response as { status: number; body: unknown; headers?: Record<string, string> };
+      if (reply.body instanceof StreamedBody) {
+        ctx.status = reply.status;
+        for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
+        ctx.type = reply.body.contentType;
+        ctx.body = reply.body.stream();
+        return;
+      }
       if (services.config.validateResponses && reply.status !== 304) {
         const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
         const result = c.api.validateResponse(body, c.operation, reply.status);

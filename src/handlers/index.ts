@@ -1,4 +1,5 @@
 import { getApiDocs, getApiDocsAsset } from './docs.js';
+import { exportOdm, getDataset, listDatasets } from './exports.js';
 import { importFhirRecord } from './fhir.js';
 import { getOpenApi } from './meta.js';
 import { createPatient, listPatients } from './patients.js';
@@ -16,6 +17,9 @@ export const handlers = {
   listFormRecords,
   listQueries,
   importFhirRecord,
+  listDatasets,
+  getDataset,
+  exportOdm,
   getOpenApi,
   getApiDocs,
   getApiDocsAsset,

@@ -62,6 +62,7 @@ const STATUS: Record<string, number> = {
   // Decisions on a FHIR import (src/domain/fhir/reviewImport.ts), taken on the review page.
   import_decision_not_allowed: 403,
   import_not_found: 404,
+  dataset_not_found: 404,
   import_already_decided: 409,
   invalid_import_choice: 422,
   import_outdated: 409,

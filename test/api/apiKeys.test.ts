@@ -29,11 +29,18 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
   { id: 'listFormRecords', method: 'GET', path: '/api/v1/studies/DEMO/records', options: {} },
   { id: 'listQueries', method: 'GET', path: '/api/v1/studies/DEMO/queries', options: {} },
   { id: 'importFhirRecord', method: 'POST', path: '/api/v1/studies/DEMO/fhir?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+json' } },
+  { id: 'listDatasets', method: 'GET', path: '/api/v1/studies/DEMO/datasets', options: {} },
+  { id: 'getDataset', method: 'GET', path: '/api/v1/studies/DEMO/datasets/VS', options: {} },
+  { id: 'exportOdm', method: 'GET', path: '/api/v1/studies/DEMO/odm', options: {} },
 ];
+
+/** The operations that need the read right. */
+const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listDatasets', 'getDataset', 'exportOdm'];
 
 const SUCCESS: Record<string, string> = {
   getOpenApi: '200', getStudyDesign: '200', createPatient: '201', submitFormRecords: '200 ok',
   listPatients: '200', listFormRecords: '200', listQueries: '200', importFhirRecord: '201',
+  listDatasets: '200', getDataset: '200', exportOdm: '200',
 };
 
 /** The expected answer of every operation for a kind of key: `<status> <problem code>`, or `200 ok` / `200 unknown_subject` for the records call's one result. */
@@ -55,7 +62,12 @@ describe('API keys: authentication, rights, sites and states', () => {
     if (options.key && res.status !== 401 && !path.endsWith('openapi.json')) {
       const tally = usage.get(options.key) ?? { requests: 0, rows: 0 };
       tally.requests += 1;
-      if (method === 'GET' && res.status === 200) tally.rows += (res.body.patients ?? res.body.records ?? res.body.queries ?? []).length;
+      // Rows of data: a page's rows, a dataset's rows, an ODM file's forms (a dataset list counts none).
+      if (method === 'GET' && res.status === 200) {
+        tally.rows += typeof res.body === 'string'
+          ? (res.body.match(/<\/FormData>/g) ?? []).length
+          : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? []).length;
+      }
       usage.set(options.key, tally);
     }
     return res;
@@ -126,14 +138,14 @@ describe('API keys: authentication, rights, sites and states', () => {
       { kind: 'a read key whose maker lost the export right', key: 'makerLostExport', expect: () => everyKeyed('401 key_stopped') },
       {
         kind: 'a write key whose maker lost the export right (it keeps working)', key: 'writeMakerLostExport',
-        expect: () => expected((op) => (op.startsWith('list') ? '403 right_missing' : undefined)),
+        expect: () => expected((op) => (READS.includes(op) ? '403 right_missing' : undefined)),
       },
       { kind: 'a key with every right', key: 'full', expect: () => expected(() => undefined) },
       {
         kind: 'a read-only key', key: 'readOnly',
         expect: () => expected((op) => (['createPatient', 'submitFormRecords', 'importFhirRecord'].includes(op) ? '403 right_missing' : undefined)),
       },
-      { kind: 'a write-only key', key: 'writeOnly', expect: () => expected((op) => (op.startsWith('list') ? '403 right_missing' : undefined)) },
+      { kind: 'a write-only key', key: 'writeOnly', expect: () => expected((op) => (READS.includes(op) ? '403 right_missing' : undefined)) },
       { kind: 'a key without the enrol right', key: 'noEnrol', expect: () => expected((op) => (op === 'createPatient' ? '403 right_missing' : undefined)) },
       { kind: 'a key of another study', key: 'otherStudy', expect: () => everyKeyed('404 study_not_found') },
       {

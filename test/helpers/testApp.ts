@@ -53,7 +53,7 @@ export async function startTestApp(env: NodeJS.ProcessEnv = {}): Promise<TestApp
       const text = await response.text();
       receivedBodies.push(text);
       const contentType = response.headers.get('content-type') ?? '';
-      const parsed = text && contentType.includes('json') ? JSON.parse(text) : text;
+      const parsed = text && /^application\/(problem\+)?json\b/.test(contentType) ? JSON.parse(text) : text;
       const operationId = await operationOf(method, path.split('?')[0]);
       if (operationId) await assertMatchesSpec(operationId, response.status, contentType, parsed);
       else await assertMatchesSpec(null, response.status, contentType, parsed);

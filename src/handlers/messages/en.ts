@@ -28,6 +28,8 @@ export const en: Record<string, string> = {
   'api_disabled.detail': 'The API is switched off for this study.',
   'study_not_found.title': 'Study not found',
   'study_not_found.detail': 'There is no study with this code for this API key.',
+  'dataset_not_found.title': 'Dataset not found',
+  'dataset_not_found.detail': 'This API key can read no dataset "{name}"; listDatasets gives the names it can read.',
   'not_found.title': 'Not found',
   'not_found.detail': 'There is no such address in this API.',
   'method_not_allowed.title': 'Method not allowed',

@@ -27,6 +27,8 @@ export const ru: Record<string, string> = {
   'api_disabled.detail': 'API выключен для этого исследования.',
   'study_not_found.title': 'Исследование не найдено',
   'study_not_found.detail': 'Для этого API-ключа нет исследования с таким кодом.',
+  'dataset_not_found.title': 'Набор данных не найден',
+  'dataset_not_found.detail': 'Этот API-ключ не может читать набор данных "{name}"; названия доступных наборов даёт listDatasets.',
   'not_found.title': 'Не найдено',
   'not_found.detail': 'В этом API нет такого адреса.',
   'method_not_allowed.title': 'Метод не разрешён',

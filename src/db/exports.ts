@@ -1,0 +1,92 @@
+import type { Knex } from 'knex';
+import type { ExportRecord, ExportSnapshot, ExportStore, FieldChange, ReadScope } from '../domain/stores.js';
+import { formAndVisit, visible } from './readPages.js';
+
+/** Rows fetched from the server-side cursor at a time: what the export holds in memory besides the answer's buffers. */
+const ROWS_PER_FETCH = 500;
+
+/**
+ * The records an export may see: the key's sites, no withdrawn patient (readPages.ts `visible`), no
+ * hidden form, and only the forms asked for.
+ */
+function exportedRecords(trx: Knex, scope: ReadScope, formIds: number[]): Knex.QueryBuilder {
+  const q = visible(
+    trx('records as r').join('patients as p', 'p.id', 'r.patient_id').join('sites as s', 's.id', 'r.site_id'),
+    scope, {}, 'r',
+  ).whereIn('r.form_id', formIds);
+  return formAndVisit(q, scope, {}, 'r');
+}
+
+/** Each field's last audited change of a record, newest first per field, as one JSON object. */
+const LAST_CHANGES = `(select json_object_agg(c.field_code, json_build_object('auditId', c.id, 'at', c.at, 'author', c.author,
+    'actorType', c.actor_type, 'actorId', c.actor_id, 'reason', c.reason))
+  from (select distinct on (a.field_code) a.id, a.field_code, a.at, a.author, a.actor_type, a.actor_id, a.reason
+        from audit_events a where a.record_id = r.id and a.field_code is not null order by a.field_code, a.id desc) c)`;
+
+function toExportRecord(row: Record<string, any>): ExportRecord {
+  const record: ExportRecord = {
+    subject: row.subject, site: row.site, visit: row.visit, form: row.form, instance: row.instance, status: row.status,
+    values: row.values, notDone: row.not_done, tables: row.tables, updatedAt: row.updated_at,
+  };
+  if (row.last_changes !== undefined) {
+    const changes = (row.last_changes ?? {}) as Record<string, FieldChange & { at: string }>;
+    record.lastChanges = Object.fromEntries(Object.entries(changes).map(([field, c]) => [field, { ...c, at: new Date(c.at) }]));
+  }
+  return record;
+}
+
+/**
+ * One export's snapshot: a read-only REPEATABLE READ transaction, so the counts in the file's header and
+ * the rows that follow them come from the same moment, however long the answer takes to send. The rows
+ * come through a server-side cursor (pg-query-stream, which Knex's `stream()` uses), so memory stays
+ * bounded whatever the study's size.
+ */
+async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
+  const trx = await db.transaction({ isolationLevel: 'repeatable read', readOnly: true });
+  let closed = false;
+  return {
+    async count(scope, formIds, table) {
+      const q = exportedRecords(trx, scope, formIds);
+      const [row] = table === undefined
+        ? await q.count({ n: '*' })
+        : await q.select(trx.raw('coalesce(sum(jsonb_array_length(r.tables -> ?)), 0) as n', [table]));
+      return Number(row?.n ?? 0);
+    },
+    async authors(scope, formIds) {
+      const rows = await trx('audit_events as a')
+        .whereIn('a.record_id', exportedRecords(trx, scope, formIds).select('r.id'))
+        .distinctOn('a.actor_type', 'a.actor_id')
+        .select('a.actor_type', 'a.actor_id', 'a.author')
+        .orderBy([{ column: 'a.actor_type' }, { column: 'a.actor_id' }, { column: 'a.id', order: 'desc' }]);
+      return rows.map((r: Record<string, any>) => ({ actorType: r.actor_type, actorId: r.actor_id, author: r.author }));
+    },
+    async lastModified(scope, formIds) {
+      const [row] = await exportedRecords(trx, scope, formIds).max({ at: 'r.updated_at' });
+      return (row?.at as Date | null) ?? null;
+    },
+    async *records(scope, formIds, { withAudit }) {
+      const q = exportedRecords(trx, scope, formIds)
+        .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
+        .select('p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status',
+          'r.values', 'r.not_done', 'r.tables', 'r.updated_at')
+        .orderBy([{ column: 'p.subject' }, { column: 'v.position' }, { column: 'r.instance' }, { column: 'f.position' }]);
+      if (withAudit) q.select(trx.raw(`${LAST_CHANGES} as last_changes`));
+      const stream = q.stream({ batchSize: ROWS_PER_FETCH, highWaterMark: ROWS_PER_FETCH });
+      try {
+        for await (const row of stream) yield toExportRecord(row as Record<string, any>);
+      } finally {
+        stream.destroy();
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Read only: nothing to keep, and a rollback ends it as surely after a broken-off answer.
+      await trx.rollback().catch(() => undefined);
+    },
+  };
+}
+
+export function exportStore(db: Knex): ExportStore {
+  return { openSnapshot: () => openSnapshot(db) };
+}

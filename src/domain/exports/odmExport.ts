@@ -1,0 +1,153 @@
+import type { KeyContext } from '../apiKeys/keyContext.js';
+import type { ExportRecord, ExportStore, FieldChange, ReadLogStore, SiteRow, StudyRow, StudyStore } from '../stores.js';
+import type { ColumnDef, FormDef, StudyDesign } from '../studyDesign/types.js';
+import { exportScopeOf, formIdsOf } from './exportScope.js';
+import { odmStudy } from './odmMetadata.js';
+import { formOid, itemGroupOid, itemOid, locationOid, studyEventOid } from './oids.js';
+import { xmlElement, xmlStartTag, xmlTextElement } from './xmlText.js';
+
+type Stores = { studies: StudyStore; exports: ExportStore; readLog: ReadLogStore };
+
+export type OdmContent = 'metadata' | 'data' | 'all';
+
+export interface OdmFileContext { sourceVersion: string; now: Date }
+
+const GRANULARITY: Record<OdmContent, string> = { metadata: 'Metadata', data: 'AllClinicalData', all: 'All' };
+
+function userOid(actor: { actorType: string; actorId: number | null }): string {
+  return `USR.${actor.actorType}.${actor.actorId ?? 0}`;
+}
+
+/** ODM's `boolean` is written `true`/`false`; everything else goes as saved. */
+function odmValue(field: ColumnDef, saved: string): string {
+  return field.type === 'yesno' ? String(saved.toLowerCase() === 'yes') : saved;
+}
+
+function auditRecord(change: FieldChange, site: string): string {
+  return xmlElement('AuditRecord', {}, [
+    xmlElement('UserRef', { UserOID: userOid(change) }),
+    xmlElement('LocationRef', { LocationOID: locationOid(site) }),
+    xmlTextElement('DateTimeStamp', change.at.toISOString()),
+    xmlTextElement('ReasonForChange', change.reason),
+    xmlTextElement('SourceID', `audit_events/${change.auditId}`),
+  ]);
+}
+
+/** A field left empty on purpose: no value, `IsNull`, and its mark (ND, UNK, NA) as a comment. */
+function markAnnotation(mark: string): string {
+  return xmlElement('Annotation', { SeqNum: 1 }, [xmlTextElement('Comment', mark)]);
+}
+
+/** The item groups of one saved record: the form's own fields, then each table row as a repeat of its group. */
+function formData(form: FormDef, record: ExportRecord): string {
+  const change = (field: string) => record.lastChanges?.[field];
+  const own = form.fields.flatMap((field) => {
+    if (field.type === 'table') return [];
+    const value = record.values[field.code];
+    const mark = record.notDone[field.code];
+    const audited = change(field.code);
+    const audit = audited ? [auditRecord(audited, record.site)] : [];
+    if (value !== undefined && value !== '') return [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code), Value: odmValue(field, value) }, audit)];
+    if (mark) return [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code), IsNull: 'Yes' }, [...audit, markAnnotation(mark)])];
+    return [];
+  });
+  const tables = form.fields.flatMap((field) => {
+    if (field.type !== 'table') return [];
+    const group = itemGroupOid(form.code, field.code);
+    const mark = record.notDone[field.code];
+    if (mark) return [xmlElement('ItemGroupData', { ItemGroupOID: group, ItemGroupRepeatKey: 1 }, [markAnnotation(mark)])];
+    return (record.tables[field.code] ?? []).map((row, index) => xmlElement('ItemGroupData', { ItemGroupOID: group, ItemGroupRepeatKey: index + 1 },
+      field.columns.flatMap((c) => {
+        const value = row[c.code];
+        return value === undefined || value === '' ? [] : [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code, c.code), Value: odmValue(c, value) })];
+      })));
+  });
+  return xmlElement('FormData', { FormOID: formOid(form.code) }, [xmlElement('ItemGroupData', { ItemGroupOID: itemGroupOid(form.code) }, own), ...tables]);
+}
+
+/**
+ * `ClinicalData` from the records, which come ordered by subject, visit and instance: a subject's and a
+ * visit occurrence's elements are opened when their first record comes and closed when the next one
+ * belongs elsewhere, so the document is written as the records are read.
+ */
+async function* clinicalData(design: StudyDesign, mdv: string, records: AsyncIterable<ExportRecord>): AsyncGenerator<string> {
+  const forms = new Map(design.forms.map((f) => [f.code, f]));
+  yield xmlStartTag('ClinicalData', { StudyOID: design.code, MetaDataVersionOID: mdv });
+  let subject: string | undefined;
+  let event: string | undefined;
+  for await (const record of records) {
+    const form = forms.get(record.form);
+    if (!form) continue;
+    const eventKey = `${record.visit} ${record.instance}`;
+    if (record.subject !== subject) {
+      if (event !== undefined) yield '</StudyEventData>';
+      if (subject !== undefined) yield '</SubjectData>';
+      subject = record.subject;
+      event = undefined;
+      yield `${xmlStartTag('SubjectData', { SubjectKey: record.subject })}${xmlElement('SiteRef', { LocationOID: locationOid(record.site) })}`;
+    }
+    if (eventKey !== event) {
+      if (event !== undefined) yield '</StudyEventData>';
+      event = eventKey;
+      yield xmlStartTag('StudyEventData', { StudyEventOID: studyEventOid(record.visit), StudyEventRepeatKey: record.instance });
+    }
+    yield formData(form, record);
+  }
+  if (event !== undefined) yield '</StudyEventData>';
+  if (subject !== undefined) yield '</SubjectData>';
+  yield '</ClinicalData>';
+}
+
+function adminData(sites: SiteRow[], authors: { actorType: string; actorId: number | null; author: string }[], study: string, mdv: string, today: string): string {
+  return xmlElement('AdminData', { StudyOID: study }, [
+    ...authors.map((a) => xmlElement('User', { OID: userOid(a) }, [xmlTextElement('FullName', a.author)])),
+    ...sites.map((s) => xmlElement('Location', { OID: locationOid(s.number), Name: s.name, LocationType: 'Site' }, [
+      xmlElement('MetaDataVersionRef', { StudyOID: study, MetaDataVersionOID: mdv, EffectiveDate: today }),
+    ])),
+  ]);
+}
+
+/**
+ * The study as a CDISC ODM 1.3.2 snapshot, in pieces as its records are read: the metadata (`content`
+ * metadata or all), and `AdminData` with `ClinicalData` (data or all), optionally with each value's last
+ * change as its `AuditRecord`. The key's rules apply as for the records read; everything comes from one
+ * snapshot, and the read is logged with the number of records before the first piece.
+ */
+export async function exportOdm(
+  stores: Stores, key: KeyContext, study: StudyRow, options: { content: OdmContent; audit: boolean; file: OdmFileContext },
+): Promise<AsyncIterable<string>> {
+  const { design, ids, scope, sites } = await exportScopeOf(stores.studies, key, study);
+  const formIds = formIdsOf(ids, design.forms.map((f) => f.code));
+  const mdv = `MDV.${study.designHash.slice(0, 16)}`;
+  const withData = options.content !== 'metadata';
+  const snapshot = await stores.exports.openSnapshot();
+  try {
+    const records = withData ? await snapshot.count(scope, formIds) : 0;
+    const authors = withData && options.audit ? await snapshot.authors(scope, formIds) : [];
+    await stores.readLog.logRead({
+      keyId: key.keyId, studyId: study.id, operation: 'odm', filters: { content: options.content, ...(options.audit ? { audit: true } : {}) }, rows: records,
+    });
+    const created = options.file.now.toISOString();
+    const head = `<?xml version="1.0" encoding="UTF-8"?>\n${xmlStartTag('ODM', {
+      xmlns: 'http://www.cdisc.org/ns/odm/v1.3', ODMVersion: '1.3.2', FileType: 'Snapshot', Granularity: GRANULARITY[options.content],
+      FileOID: `sdx/${study.code}/odm/${created}`, CreationDateTime: created,
+      Originator: 'Study Data Exchange (sdx)', SourceSystem: 'Study Data Exchange (sdx)', SourceSystemVersion: options.file.sourceVersion,
+    })}`;
+    return (async function* () {
+      try {
+        yield head;
+        if (options.content !== 'data') yield odmStudy(design, mdv);
+        if (withData) {
+          yield adminData(sites, authors, study.code, mdv, created.slice(0, 10));
+          yield* clinicalData(design, mdv, snapshot.records(scope, formIds, { withAudit: options.audit }));
+        }
+        yield '</ODM>\n';
+      } finally {
+        await snapshot.close();
+      }
+    })();
+  } catch (error) {
+    await snapshot.close();
+    throw error;
+  }
+}
