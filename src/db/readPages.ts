@@ -41,7 +41,9 @@ function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilte
 }
 
 function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
-  q.where(column, '>', page.afterId).orderBy(column).limit(page.limit);
+  // A paging token is readable JSON a client can rewrite: compared as bigint, an id beyond an `integer` column
+  // finds no row instead of failing the query (issue 21.6); PostgreSQL still uses the column's index.
+  q.whereRaw('?? > ?::bigint', [column, page.afterId]).orderBy(column).limit(page.limit);
   if (page.updatedSince) q.where(updatedColumn, '>=', page.updatedSince);
   return q;
 }
