@@ -109,3 +109,12 @@ export function readStore(db: Knex): ReadStore {
     },
   };
 }
+
+/**
+ * The id of the study's newest removal (a patient who withdrew consent to data use), 0 when there is none:
+ * a page read before it changed may hold that patient (src/db/readAhead.ts).
+ */
+export async function lastRemovalId(db: Knex, studyId: number): Promise<number> {
+  const row = await db('removals').where({ study_id: studyId }).max({ id: 'id' }).first();
+  return Number(row?.id ?? 0);
+}
