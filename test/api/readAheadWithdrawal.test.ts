@@ -19,13 +19,13 @@ describe('read-ahead and a withdrawal of consent to data use', function () {
 
   before(async () => {
     app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
   });
   after(() => app.close());
 
-  /** Three patients with consent and one vital-signs form each, in enrolment order. */
+  /** A fresh study with three patients with consent and one vital-signs form each, in enrolment order. */
   async function threePatients(): Promise<string[]> {
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex);
     const subjects: string[] = [];
     for (const birthYear of [1961, 1962, 1963]) {
       const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: birthYear, enrolled_on: '2026-01-05' } });
@@ -42,8 +42,6 @@ describe('read-ahead and a withdrawal of consent to data use', function () {
 
   for (const operation of ['patients', 'records'] as const) {
     it(`leaves a patient who withdrew after the first page out of the next page of ${operation}, though it was read ahead`, async () => {
-      await resetDatabase(app.db.knex);
-      world = await createStudyWorld(app.db.knex);
       const [first, second] = await threePatients();
       const page1 = await app.call('GET', `/api/v1/studies/${world.code}/${operation}?limit=1`, { key: world.key });
       const answered = Date.now();
