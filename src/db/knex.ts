@@ -110,7 +110,7 @@ export async function openDatabase(config: Config, poolSize = 10): Promise<Datab
       application_name: applicationName,
       ...connectionTimeouts(config),
     },
-    pool: { min: 0, max: poolSize, acquireTimeoutMillis: config.dbConnectTimeoutMs, afterCreate: unansweredConnections.track },
+    pool: { min: 0, max: poolSize, acquireTimeoutMillis: config.dbAcquireTimeoutMs, afterCreate: unansweredConnections.track },
     log: knexLog,
   });
   knex.on('query-error', unansweredConnections.onQueryError);
