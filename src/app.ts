@@ -5,7 +5,9 @@ import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
 import { createKeyLookup } from './db/keyLookup.js';
 import type { Database } from './db/knex.js';
+import { isDatabaseUnavailable } from './db/pgErrors.js';
 import { createReadAhead } from './db/readAhead.js';
+import { lastRemovalId } from './db/readPages.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
@@ -48,15 +50,8 @@ export function securityHeaders(config: Pick<Config, 'baseUrl'>): Record<string,
   };
 }
 
-/** PostgreSQL unreachable or shutting down: the client should retry, not fix its request. */
-function databaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; name?: string };
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003'].includes(e.code ?? '')
-    || e.name === 'KnexTimeoutError' || /Connection terminated|connection to server|Client has encountered a connection error/i.test(e.message ?? '');
-}
-
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, keyLookup: createKeyLookup(db.knex), readAhead: createReadAhead(), spec: loadSpec() };
+  return { config, db, keyLookup: createKeyLookup(db.knex), readAhead: createReadAhead((studyId) => lastRemovalId(db.knex, studyId)), spec: loadSpec() };
 }
 
 /**
@@ -84,7 +79,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     } catch (error) {
       let domainError: DomainError;
       if (isDomainError(error)) domainError = error;
-      else if (databaseUnavailable(error)) domainError = new DomainError('unavailable', { retry_after: 5 });
+      else if (isDatabaseUnavailable(error)) domainError = new DomainError('unavailable', { retry_after: 5 });
       else {
         domainError = new DomainError('internal');
         process.stderr.write(`${JSON.stringify({ level: 'error', request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, error: error instanceof Error ? error.stack : String(error) })}\n`);

@@ -19,6 +19,20 @@ export interface Config {
   validateResponses: boolean;
   /** One line per request on stdout (src/accessLog.ts); off by default in tests, whose output it would drown. */
   accessLog: boolean;
+  /**
+   * Longest a single SQL statement may run (PostgreSQL's `statement_timeout`); the client gives up on an
+   * answer a second later, which is what turns a frozen database into a 503 instead of a hang.
+   */
+  dbStatementTimeoutMs: number;
+  /** Longest wait to open a connection to PostgreSQL before answering 503. */
+  dbConnectTimeoutMs: number;
+  /**
+   * Longest wait for a free connection of the pool before answering 503. Longer than the others: under
+   * load, waiting for a turn is normal, and a frozen database already fails each connection's statements.
+   */
+  dbAcquireTimeoutMs: number;
+  /** A session left inside a transaction without a statement this long is ended by PostgreSQL, freeing its locks. */
+  dbIdleInTransactionTimeoutMs: number;
 }
 
 function integer(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -49,5 +63,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, env),
     validateResponses: env.VALIDATE_RESPONSES === '1' || env.NODE_ENV === 'test',
     accessLog: onOff('ACCESS_LOG', env.NODE_ENV !== 'test', env),
+    dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', 5_000, env),
+    dbConnectTimeoutMs: integer('DB_CONNECT_TIMEOUT_MS', 3_000, env),
+    dbAcquireTimeoutMs: integer('DB_ACQUIRE_TIMEOUT_MS', 10_000, env),
+    dbIdleInTransactionTimeoutMs: integer('DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, env),
   };
 }

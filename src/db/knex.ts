@@ -44,6 +44,46 @@ async function ensureDatabase(serverUrl: URL, name: string): Promise<void> {
 }
 
 /**
+ * The limits that make a stopped-but-not-dead database a quick 503 rather than a request hanging for a minute
+ * (issue 21.9). The server ends a statement at `statement_timeout`, so a live but overloaded database answers
+ * with a clean error and keeps the connection; the client's own read timeout, a second later, covers the
+ * server that cannot answer at all (a frozen host). A session idle inside a transaction (its client frozen)
+ * is ended so its locks do not hold up everyone else.
+ */
+function connectionTimeouts(config: Config) {
+  return {
+    statement_timeout: config.dbStatementTimeoutMs,
+    query_timeout: config.dbStatementTimeoutMs + 1_000,
+    idle_in_transaction_session_timeout: config.dbIdleInTransactionTimeoutMs,
+    connectionTimeoutMillis: config.dbConnectTimeoutMs,
+  };
+}
+
+/** A pool connection as Knex hands it to `afterCreate`: pg's client, tagged with the id Knex reports in its query events. */
+type PooledClient = pg.Client & { __knexUid: string };
+
+/**
+ * Ends a connection as soon as one of its statements got no answer within the read limit. pg reports the
+ * timeout but keeps the connection waiting for that answer, so the transaction's ROLLBACK, and every later
+ * statement the pool gave it, would each wait out the limit again behind it; ended, they fail at once and
+ * the pool opens a fresh connection.
+ */
+function endingUnanswered() {
+  const open = new Map<string, pg.Client>();
+  return {
+    track(connection: PooledClient, done: (error: Error | null, connection: PooledClient) => void): void {
+      open.set(connection.__knexUid, connection);
+      connection.once('end', () => open.delete(connection.__knexUid));
+      done(null, connection);
+    },
+    onQueryError(error: Error, query: { __knexUid?: string }): void {
+      if (!/Query read timeout$/.test(error.message)) return;
+      open.get(query.__knexUid ?? '')?.end().catch(() => undefined);
+    },
+  };
+}
+
+/**
  * Opens the database of the configuration: `DATABASE_URL` when set, otherwise the embedded
  * server in the data folder, which is started or joined here and stopped on close when this
  * process was its last user.
@@ -62,12 +102,18 @@ export async function openDatabase(config: Config, poolSize = 10): Promise<Datab
   }
   // Tagging this process's connections lets `close` tell them from other processes' ones.
   const applicationName = `sdx-${process.pid}-${Date.now().toString(36)}`;
+  const unansweredConnections = endingUnanswered();
   const knex = knexFactory({
     client: 'pg',
-    connection: { connectionString: url, application_name: applicationName },
-    pool: { min: 0, max: poolSize },
+    connection: {
+      connectionString: url,
+      application_name: applicationName,
+      ...connectionTimeouts(config),
+    },
+    pool: { min: 0, max: poolSize, acquireTimeoutMillis: config.dbAcquireTimeoutMs, afterCreate: unansweredConnections.track },
     log: knexLog,
   });
+  knex.on('query-error', unansweredConnections.onQueryError);
   const presence = embedded ? await holdPresence(url, `${applicationName}-presence`) : undefined;
   return {
     knex,

@@ -13,9 +13,14 @@ export interface ReadAhead {
   pages<Row extends { id: number }>(kind: string, query: PageQuery<Row>): PageQuery<Row>;
 }
 
+/** The newest removal of a study's patients (src/db/readPages.ts `lastRemovalId`): it changes when a patient withdraws consent to data use. */
+export type RemovalMark = (studyId: number) => Promise<number>;
+
 interface PageAhead {
   rows: Promise<{ id: number }[]>;
   at: number;
+  /** The study's removal mark read before the page's query began. */
+  mark: Promise<number>;
 }
 
 /**
@@ -32,18 +37,30 @@ interface PageAhead {
  * client had asked that much sooner; the incremental-load rules hold all the same, because the run's
  * watermark was fixed before its first query (src/domain/reads/readPage.ts).
  *
+ * A patient who withdrew consent to data use is never in a page asked for after the withdrawal (issue 21.11):
+ * the study's removal mark is read before a page is read ahead and again when it is served, and a page read
+ * before a removal is not served; the request queries afresh, and the read page leaves the patient out.
+ *
  * The next position follows readPage's way of asking: one row more than the page returns, to know
  * whether another follows; the next page starts after the last row returned.
  */
-export function createReadAhead(now: () => number = Date.now): ReadAhead {
+export function createReadAhead(removalMark: RemovalMark, now: () => number = Date.now): ReadAhead {
   const ahead = new Map<string, PageAhead>();
 
-  function keep(key: string, rows: Promise<{ id: number }[]>): void {
+  function keep(key: string, studyId: number, read: () => Promise<{ id: number }[]>): void {
     const at = now();
     for (const [k, page] of ahead) if (at - page.at > READ_AHEAD_MS || ahead.size >= PAGES_KEPT) ahead.delete(k);
-    ahead.set(key, { rows, at });
+    const mark = removalMark(studyId);
+    const rows = mark.then(read);
+    ahead.set(key, { rows, at, mark });
     // A failed read ahead is simply not served: the request queries again.
     rows.catch(() => ahead.get(key)?.rows === rows && ahead.delete(key));
+  }
+
+  /** The page read ahead, unless a patient of the study was removed since its query began. */
+  async function served<Row>(page: PageAhead, studyId: number): Promise<Row[] | undefined> {
+    const [rows, then, current] = await Promise.all([page.rows, page.mark, removalMark(studyId)]).catch(() => []);
+    return then !== undefined && then === current ? (rows as Row[]) : undefined;
   }
 
   return {
@@ -54,11 +71,11 @@ export function createReadAhead(now: () => number = Date.now): ReadAhead {
         const read = ahead.get(key);
         ahead.delete(key);
         let rows: Row[] | undefined;
-        if (read && now() - read.at <= READ_AHEAD_MS) rows = await (read.rows as Promise<Row[]>).catch(() => undefined);
+        if (read && now() - read.at <= READ_AHEAD_MS) rows = await served<Row>(read, scope.studyId);
         rows ??= await query(scope, filters, page);
         if (rows.length === page.limit && page.limit >= 2) {
           const next = { ...page, afterId: rows[page.limit - 2].id };
-          keep(keyOf(scope, filters, next), query(scope, filters, next));
+          keep(keyOf(scope, filters, next), scope.studyId, () => query(scope, filters, next));
         }
         return rows;
       };

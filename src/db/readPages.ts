@@ -42,7 +42,9 @@ export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: Re
 }
 
 function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
-  q.where(column, '>', page.afterId).orderBy(column).limit(page.limit);
+  // A paging token is readable JSON a client can rewrite: compared as bigint, an id beyond an `integer` column
+  // finds no row instead of failing the query (issue 21.6); PostgreSQL still uses the column's index.
+  q.whereRaw('?? > ?::bigint', [column, page.afterId]).orderBy(column).limit(page.limit);
   if (page.updatedSince) q.where(updatedColumn, '>=', page.updatedSince);
   return q;
 }
@@ -108,4 +110,13 @@ export function readStore(db: Knex): ReadStore {
       return new Date(start.getTime() - WATERMARK_MARGIN_MS);
     },
   };
+}
+
+/**
+ * The id of the study's newest removal (a patient who withdrew consent to data use), 0 when there is none:
+ * a page read before it changed may hold that patient (src/db/readAhead.ts).
+ */
+export async function lastRemovalId(db: Knex, studyId: number): Promise<number> {
+  const row = await db('removals').where({ study_id: studyId }).max({ id: 'id' }).first();
+  return Number(row?.id ?? 0);
 }

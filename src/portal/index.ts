@@ -19,6 +19,7 @@ import { patientCardRoutes } from './routes/patientCard.js';
 import { signInRoutes } from './routes/signIn.js';
 import { readSessionCookie } from './sessionCookie.js';
 import { serveStatic, STATIC_PREFIX } from './static.js';
+import { showUnavailable } from './unavailable.js';
 
 /** Paths the portal answers; everything else goes on to the API. */
 const PORTAL_PATH = /^\/(p|portal)(\/|$)/;
@@ -43,6 +44,7 @@ function portalLang(ctx: PortalContext): Lang {
 
 /** A refusal or a failure as a page in the person's language; unknown failures are logged and show only the request id. */
 function errorPage(ctx: PortalContext, error: unknown): void {
+  if (showUnavailable(ctx, error)) return;
   let code = 'internal';
   const httpStatus = (error as { status?: number }).status;
   if (isDomainError(error) && statusOf(error.code) !== 500) code = error.code;

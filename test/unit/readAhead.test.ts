@@ -3,6 +3,8 @@ import { createReadAhead, READ_AHEAD_MS } from '../../src/db/readAhead.js';
 import type { PageRequest, ReadFilters, ReadScope } from '../../src/domain/stores.js';
 
 const SCOPE: ReadScope = { studyId: 1, siteIds: [1, 2], hiddenFormIds: [] };
+/** A study whose patients nobody removes. */
+const noRemovals = async () => 0;
 const ROWS = Array.from({ length: 10 }, (_, i) => ({ id: (i + 1) * 10 }));
 
 /** A page query over ROWS that records each query it was asked, as readPages would run it. */
@@ -34,7 +36,7 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
     const plain = pagesOf();
     const expected = await run(plain.query, 3);
     const { asked, query } = pagesOf();
-    const pages = createReadAhead().pages('records', query);
+    const pages = createReadAhead(noRemovals).pages('records', query);
     expect(await run(pages, 3)).to.deep.equal(expected);
     expect(expected).to.deep.equal([[10, 20, 30], [40, 50, 60], [70, 80, 90], [100]]);
     // The first page, then each next one read ahead: four queries, as many as the plain run made.
@@ -43,7 +45,7 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
 
   it('serves a page read ahead only to the exact query it answers: another scope, filter or limit queries afresh', async () => {
     const { asked, query } = pagesOf();
-    const pages = createReadAhead().pages('records', query);
+    const pages = createReadAhead(noRemovals).pages('records', query);
     await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
     // The key lost site 2 between the pages: the page read for both sites is not served.
     const narrower = await pages({ ...SCOPE, siteIds: [1] }, {}, { afterId: 30, limit: 4, updatedSince: null });
@@ -54,7 +56,7 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
     // Each of them queried afresh, and read its own next page ahead.
     expect(asked.map((p) => p.afterId)).to.deep.equal([0, 30, 30, 60, 30, 60, 30, 70]);
     // And the patients call never gets a records page.
-    const patients = createReadAhead().pages('patients', query);
+    const patients = createReadAhead(noRemovals).pages('patients', query);
     await patients(SCOPE, {}, { afterId: 30, limit: 4, updatedSince: null });
     expect(asked.length).to.equal(10);
   });
@@ -62,7 +64,7 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
   it('serves a page read ahead once, and not once it is older than READ_AHEAD_MS', async () => {
     let clock = 1_000_000;
     const { asked, query } = pagesOf();
-    const pages = createReadAhead(() => clock).pages('records', query);
+    const pages = createReadAhead(noRemovals, () => clock).pages('records', query);
     await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
     clock += READ_AHEAD_MS + 1;
     await pages(SCOPE, {}, { afterId: 30, limit: 4, updatedSince: null });
@@ -76,9 +78,25 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
     expect(asked.map((p) => p.afterId)).to.deep.equal([0, 30, 30, 60, 90, 60, 90]);
   });
 
+  it('does not serve a page read before a patient of the study was removed (withdrew consent to data use)', async () => {
+    let lastRemoval = 0;
+    const { asked, query } = pagesOf();
+    const pages = createReadAhead(async () => lastRemoval).pages('patients', query);
+    await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(asked.map((p) => p.afterId), 'the next page was read ahead').to.deep.equal([0, 30]);
+    lastRemoval = 7;
+    await pages(SCOPE, {}, { afterId: 30, limit: 4, updatedSince: null });
+    // Queried afresh at 30: the page read ahead is dropped.
+    expect(asked.map((p) => p.afterId)).to.deep.equal([0, 30, 30, 60]);
+    // With no removal since, the page read ahead is served again.
+    await pages(SCOPE, {}, { afterId: 60, limit: 4, updatedSince: null });
+    expect(asked.map((p) => p.afterId)).to.deep.equal([0, 30, 30, 60, 90]);
+  });
+
   it('queries again when the read ahead failed, and keeps no failure', async () => {
     const { asked, query } = pagesOf(new Set([30]));
-    const pages = createReadAhead().pages('records', query);
+    const pages = createReadAhead(noRemovals).pages('records', query);
     await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
     let error: unknown;
     await pages(SCOPE, {}, { afterId: 30, limit: 4, updatedSince: null }).catch((e) => { error = e; });

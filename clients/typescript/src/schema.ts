@@ -1103,7 +1103,7 @@ export interface components {
          * @example ru
          */
         Lang: "en" | "ru";
-        /** @description Rows per page, from 1 to 1000. */
+        /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
         Limit: number;
         /**
          * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.
@@ -1254,7 +1254,7 @@ export interface operations {
                  * @example 2026-03-20T08:00:00.000Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
-                /** @description Rows per page, from 1 to 1000. */
+                /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.
@@ -1386,7 +1386,7 @@ export interface operations {
                  * @example 2026-03-20T08:00:00.000Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
-                /** @description Rows per page, from 1 to 1000. */
+                /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.
@@ -1519,7 +1519,7 @@ export interface operations {
                  * @example 2026-03-20T08:00:00.000Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
-                /** @description Rows per page, from 1 to 1000. */
+                /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.

@@ -237,6 +237,8 @@ export const en: Record<string, string> = {
   'error.portal_not_found.detail': 'There is no such page.',
   'error.portal_bad_form.title': 'Form not understood',
   'error.portal_bad_form.detail': 'The form could not be read; nothing was done.',
+  'error.unavailable.title': 'Temporarily unavailable',
+  'error.unavailable.detail': 'The service cannot reach its database just now. Try again in a few seconds; if you were saving a form, check whether it was saved before entering it again.',
   'error.internal.title': 'Something went wrong',
   'error.internal.detail': 'The service failed to answer; nothing may have been saved. Quote the request id below when reporting it.',
 };

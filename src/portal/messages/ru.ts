@@ -237,6 +237,8 @@ export const ru: Record<string, string> = {
   'error.portal_not_found.detail': 'Такой страницы нет.',
   'error.portal_bad_form.title': 'Форма не распознана',
   'error.portal_bad_form.detail': 'Форму не удалось прочитать; ничего не сделано.',
+  'error.unavailable.title': 'Временно недоступно',
+  'error.unavailable.detail': 'Сервис сейчас не может связаться с базой данных. Повторите через несколько секунд; если вы сохраняли форму, проверьте, сохранилась ли она, прежде чем вводить данные снова.',
   'error.internal.title': 'Что-то пошло не так',
   'error.internal.detail': 'Сервис не смог ответить; возможно, ничего не сохранено. Сообщите идентификатор запроса ниже.',
 };

@@ -12,6 +12,7 @@ import { statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';
+import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';
@@ -82,14 +83,15 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
 
   router.get('/p/:study/api/keys/:id/revoke', signedIn, async (ctx) => {
     const access = await managerAccess(ctx);
-    const key = (await listApiKeys(createStores(knex), access.study.code)).find((k) => String(k.id) === ctx.params.id);
+    const keyId = pathNumber(ctx.params.id);
+    const key = (await listApiKeys(createStores(knex), access.study.code)).find((k) => k.id === keyId);
     renderPage(ctx, 'revokeKey', { title: 'revoke.title', study: access.study, access, key: key ?? null }, key ? 200 : 404);
   });
 
   router.post('/p/:study/api/keys/:id/revoke', signedIn, async (ctx) => {
     const access = await managerAccess(ctx);
-    const keyId = Number(ctx.params.id);
-    await inTransaction(knex, (stores) => revokeApiKey(stores, { study: access.study.code, keyId: Number.isInteger(keyId) ? keyId : -1, by: person(ctx).email, via: 'portal' }));
+    const keyId = pathNumber(ctx.params.id);
+    await inTransaction(knex, (stores) => revokeApiKey(stores, { study: access.study.code, keyId, by: person(ctx).email, via: 'portal' }));
     ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/api?revoked=${keyId}`);
     ctx.status = 303;
   });

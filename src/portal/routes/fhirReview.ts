@@ -8,6 +8,7 @@ import { statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
+import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';
@@ -36,8 +37,10 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   const path = '/p/:study/s/:subject/fhir/:number';
 
   // Read inside one transaction: the import's items and the patient's saved values come from one snapshot.
-  const reviewOf = (access: StaffAccess, ctx: PortalContext) =>
-    inTransaction(knex, (stores) => importReview(stores, access, ctx.params.subject, Number(ctx.params.number)));
+  const reviewOf = (access: StaffAccess, ctx: PortalContext) => {
+    const number = pathNumber(ctx.params.number);
+    return inTransaction(knex, (stores) => importReview(stores, access, ctx.params.subject, number));
+  };
 
   async function showPage(ctx: PortalContext, access: StaffAccess, error: DomainError | null = null, status = 200): Promise<void> {
     const review = await reviewOf(access, ctx);
@@ -56,7 +59,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
     const form = formFields(ctx);
     const decision = form.decision as Decision;
     if (!['confirm_chosen', 'confirm_all', 'reject'].includes(decision)) throw new DomainError('portal_bad_form');
-    const ref = { study: access.study.code, subject: ctx.params.subject, number: Number(ctx.params.number) };
+    const ref = { study: access.study.code, subject: ctx.params.subject, number: pathNumber(ctx.params.number) };
     const user = person(ctx);
     try {
       await inTransaction(knex, async (stores) => {
