@@ -2,8 +2,15 @@ import type { Knex } from 'knex';
 import type { ExportRecord, ExportSnapshot, ExportStore, FieldChange, ReadScope } from '../domain/stores.js';
 import { formAndVisit, visible } from './readPages.js';
 
-/** Rows fetched from the server-side cursor at a time: what the export holds in memory besides the answer's buffers. */
+/** Rows fetched from the cursor at a time: what the export holds in memory besides the answer's buffers. */
 const ROWS_PER_FETCH = 500;
+
+/**
+ * The statement limit inside an export's snapshot. Its first FETCH sorts every record of the export
+ * (by subject, visit, instance, form) before the first row comes, which for a large study takes longer
+ * than the service's everyday limit (DB_STATEMENT_TIMEOUT_MS) allows; every later FETCH is quick.
+ */
+const EXPORT_STATEMENT_MS = 120_000;
 
 /**
  * The records an export may see: the key's sites, no withdrawn patient (readPages.ts `visible`), no
@@ -38,12 +45,15 @@ function toExportRecord(row: Record<string, any>): ExportRecord {
 /**
  * One export's snapshot: a read-only REPEATABLE READ transaction, so the counts in the file's header and
  * the rows that follow them come from the same moment, however long the answer takes to send. The rows
- * come through a server-side cursor (pg-query-stream, which Knex's `stream()` uses), so memory stays
- * bounded whatever the study's size.
+ * come through an SQL cursor, `ROWS_PER_FETCH` at a time, so memory stays bounded whatever the study's
+ * size, and each FETCH is an ordinary statement under the service's timeouts (a frozen database still
+ * ends the export rather than holding it).
  */
 async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
   const trx = await db.transaction({ isolationLevel: 'repeatable read', readOnly: true });
+  await trx.raw(`set local statement_timeout = ${EXPORT_STATEMENT_MS}`);
   let closed = false;
+  let cursors = 0;
   return {
     async count(scope, formIds, table) {
       const q = exportedRecords(trx, scope, formIds);
@@ -71,11 +81,18 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
           'r.values', 'r.not_done', 'r.tables', 'r.updated_at')
         .orderBy([{ column: 'p.subject' }, { column: 'v.position' }, { column: 'r.instance' }, { column: 'f.position' }]);
       if (withAudit) q.select(trx.raw(`${LAST_CHANGES} as last_changes`));
-      const stream = q.stream({ batchSize: ROWS_PER_FETCH, highWaterMark: ROWS_PER_FETCH });
+      const cursor = `export_rows_${(cursors += 1)}`;
+      const { sql, bindings } = q.toSQL();
+      await trx.raw(`declare ${cursor} no scroll cursor for ${sql}`, bindings);
       try {
-        for await (const row of stream) yield toExportRecord(row as Record<string, any>);
+        for (;;) {
+          // The client's own read limit must outlast the server's for the first, sorting FETCH.
+          const { rows } = await trx.raw(`fetch ${ROWS_PER_FETCH} from ${cursor}`).options({ query_timeout: EXPORT_STATEMENT_MS + 1_000 }) as { rows: Record<string, any>[] };
+          for (const row of rows) yield toExportRecord(row);
+          if (rows.length < ROWS_PER_FETCH) break;
+        }
       } finally {
-        stream.destroy();
+        if (!closed) await trx.raw(`close ${cursor}`).catch(() => undefined);
       }
     },
     async close() {
