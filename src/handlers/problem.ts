@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
-import { DomainError, type FieldError } from '../domain/errors.js';
+import type { components } from '../../generated/openapi.js';
+import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { translate, type Lang } from './messages/index.js';
 
 /**
@@ -7,7 +8,7 @@ import { translate, type Lang } from './messages/index.js';
  * its English and Russian text in `messages/`. Every refusal leaves the service as one RFC 9457
  * problem body (`application/problem+json`).
  */
-const STATUS: Record<string, number> = {
+const STATUS: Record<ErrorCode, number> = {
   invalid_parameter: 400,
   invalid_after: 400,
   unauthorized: 401,
@@ -66,19 +67,23 @@ const STATUS: Record<string, number> = {
   invalid_import_choice: 422,
   import_outdated: 409,
   import_items_refused: 422,
+  // Refusals of the command line and of the people and study administration it drives.
+  study_exists: 409,
+  design_invalid: 422,
+  invalid_email: 422,
+  invalid_name: 422,
+  password_too_short: 422,
+  user_not_found: 404,
+  role_not_found: 404,
+  invalid_reads_limit: 422,
+  consent_not_given: 409,
+  consent_dates: 422,
 };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  request_id: string;
-  errors?: { pointer: string; code: string; message: string }[];
-}
+export type ProblemBody = components['schemas']['Problem'];
+type ProblemError = components['schemas']['ProblemError'];
 
 export interface ProblemReply {
   status: number;
@@ -86,8 +91,16 @@ export interface ProblemReply {
   headers: Record<string, string>;
 }
 
-export function statusOf(code: string): number {
-  return STATUS[code] ?? 500;
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+
+/**
+ * A refusal the person can act on (a domain error below 500), as opposed to a failure of the service,
+ * which the error middleware logs and answers with only the request id.
+ */
+export function isRefusal(error: unknown): error is DomainError {
+  return isDomainError(error) && statusOf(error.code) < 500;
 }
 
 /** Localizes one field error; `field.<code>` texts exist for codes shared by many places. */

@@ -1,5 +1,7 @@
+import type { Catalog } from './index.js';
+
 /** English texts, keyed by stable code. `{name}` is replaced by the parameter of that name. */
-export const en: Record<string, string> = {
+export const en: Catalog = {
   // Whole-request refusals: a title per code, and a detail that may use the error's parameters.
   'invalid_parameter.title': 'Invalid request parameter',
   'invalid_parameter.detail': 'One or more request parameters are missing or invalid.',
@@ -18,9 +20,11 @@ export const en: Record<string, string> = {
   'key_expired.title': 'API key expired',
   'key_expired.detail': 'The term of this API key is over.',
   'key_stopped.title': 'API key no longer works',
+  'key_stopped.detail': 'This API key no longer works.',
   'key_stopped.detail.maker_not_manager': 'This API key no longer works: the manager who made it is no longer a manager of the study.',
   'key_stopped.detail.maker_lost_export': 'This read key no longer works: the manager who made it may no longer export data.',
   'right_missing.title': 'Not allowed for this key',
+  'right_missing.detail': 'This API key does not have the right this call needs.',
   'right_missing.detail.read': 'This API key does not have the right to read data.',
   'right_missing.detail.write': 'This API key does not have the right to write data.',
   'right_missing.detail.enrol': 'This API key does not have the right to enrol patients.',
@@ -93,6 +97,12 @@ export const en: Record<string, string> = {
   'field.subject_taken': 'The patient ID "{subject}" is already used in this study.',
 
   // Refusals of the command line and the portal.
+  'sign_in_failed.detail': 'The e-mail or the password is wrong, or sign-in is locked for this account after repeated failures. Try again later or ask a study manager.',
+  'import_nothing_chosen.detail': 'No value was ticked and there is no conflict to decide, so nothing was confirmed. Tick the values to save, or reject the import.',
+  'portal_forbidden.detail': 'Your roles do not give you access to this page. Ask a study manager if you need it.',
+  'csrf_failed.detail': 'The form has expired or did not come from this site, so nothing was done. Go back, reload the page and try again.',
+  'portal_not_found.detail': 'There is no such page.',
+  'portal_bad_form.detail': 'The form could not be read; nothing was done.',
   'study_exists.detail': 'A study with the code "{study}" already exists with another design.',
   'design_invalid.detail': 'The design file has {count} problem(s).',
   'invalid_email.detail': '"{email}" is not an e-mail address.',

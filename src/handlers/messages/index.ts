@@ -1,9 +1,17 @@
+import type { ErrorCode } from '../../domain/errors.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
 export type Lang = 'en' | 'ru';
 
-const catalogs: Record<Lang, Record<string, string>> = { en, ru };
+/**
+ * A language's texts by key. Every error code needs its `<code>.detail` in each language, so a code
+ * added to ErrorCode without its English and Russian text fails the build; titles, variants
+ * (`<code>.detail.<variant>`), field and record texts are further keys.
+ */
+export type Catalog = Record<`${ErrorCode}.detail`, string> & Record<string, string>;
+
+const catalogs: Record<Lang, Catalog> = { en, ru };
 
 /**
  * The language of the answer: `lang=ru|en` in the query wins, then the first of English or

@@ -1,5 +1,7 @@
+import type { Catalog } from './index.js';
+
 /** Russian texts, keyed as in `en.ts`. A missing key falls back to English. */
-export const ru: Record<string, string> = {
+export const ru: Catalog = {
   'invalid_parameter.title': 'Неверный параметр запроса',
   'invalid_parameter.detail': 'Один или несколько параметров запроса отсутствуют или неверны.',
   'invalid_after.title': 'Неверный маркер страницы',
@@ -17,9 +19,11 @@ export const ru: Record<string, string> = {
   'key_expired.title': 'Срок API-ключа истёк',
   'key_expired.detail': 'Срок действия этого API-ключа закончился.',
   'key_stopped.title': 'API-ключ больше не действует',
+  'key_stopped.detail': 'Этот API-ключ больше не действует.',
   'key_stopped.detail.maker_not_manager': 'Этот API-ключ больше не действует: создавший его менеджер больше не управляет исследованием.',
   'key_stopped.detail.maker_lost_export': 'Этот ключ чтения больше не действует: создавший его менеджер больше не может выгружать данные.',
   'right_missing.title': 'Ключу это не разрешено',
+  'right_missing.detail': 'У этого API-ключа нет права, нужного для этого вызова.',
   'right_missing.detail.read': 'У этого API-ключа нет права чтения данных.',
   'right_missing.detail.write': 'У этого API-ключа нет права записи данных.',
   'right_missing.detail.enrol': 'У этого API-ключа нет права включать пациентов.',
@@ -91,6 +95,12 @@ export const ru: Record<string, string> = {
   'field.subject_taken': 'Номер пациента "{subject}" уже используется в этом исследовании.',
 
   // Отказы командной строки и портала.
+  'sign_in_failed.detail': 'Неверный адрес или пароль, либо вход в эту учётную запись заблокирован после нескольких неудачных попыток. Повторите позже или обратитесь к менеджеру исследования.',
+  'import_nothing_chosen.detail': 'Не отмечено ни одного значения и нет расхождений для решения, поэтому ничего не подтверждено. Отметьте значения для сохранения или отклоните импорт.',
+  'portal_forbidden.detail': 'Ваши роли не дают доступа к этой странице. Если он нужен, обратитесь к менеджеру исследования.',
+  'csrf_failed.detail': 'Форма устарела или отправлена не с этого сайта, поэтому ничего не сделано. Вернитесь, обновите страницу и повторите.',
+  'portal_not_found.detail': 'Такой страницы нет.',
+  'portal_bad_form.detail': 'Форму не удалось прочитать; ничего не сделано.',
   'study_exists.detail': 'Исследование с кодом "{study}" уже существует с другим дизайном.',
   'design_invalid.detail': 'В файле дизайна ошибок: {count}.',
   'invalid_email.detail': '"{email}" — не адрес электронной почты.',

@@ -11,7 +11,6 @@ export const en: Record<string, string> = {
   'signIn.email': 'E-mail',
   'signIn.password': 'Password',
   'signIn.submit': 'Sign in',
-  'signIn.failed': 'The e-mail or the password is wrong, or sign-in is locked for this account after repeated failures. Try again later or ask a study manager.',
   'signIn.lockHint': 'After 5 failed attempts in a row, sign-in to the account is locked for 15 minutes.',
 
   'home.title': 'Your studies',
@@ -173,7 +172,6 @@ export const en: Record<string, string> = {
   'skipReason.invalid': 'the value does not fit the field',
   'skipReason.not_chosen': 'another measurement was chosen for this place',
   'error.import_nothing_chosen.title': 'Nothing chosen',
-  'error.import_nothing_chosen.detail': 'No value was ticked and there is no conflict to decide, so nothing was confirmed. Tick the values to save, or reject the import.',
 
   'role.manager': 'manager',
   'role.site_staff': 'site staff',
@@ -210,13 +208,9 @@ export const en: Record<string, string> = {
   'error.requestId': 'Request id: {id}',
   'error.home': 'To your studies',
   'error.portal_forbidden.title': 'No access',
-  'error.portal_forbidden.detail': 'Your roles do not give you access to this page. Ask a study manager if you need it.',
   'error.csrf_failed.title': 'Form expired',
-  'error.csrf_failed.detail': 'The form has expired or did not come from this site, so nothing was done. Go back, reload the page and try again.',
   'error.portal_not_found.title': 'Page not found',
-  'error.portal_not_found.detail': 'There is no such page.',
   'error.portal_bad_form.title': 'Form not understood',
-  'error.portal_bad_form.detail': 'The form could not be read; nothing was done.',
   'error.internal.title': 'Something went wrong',
   'error.internal.detail': 'The service failed to answer; nothing may have been saved. Quote the request id below when reporting it.',
 };

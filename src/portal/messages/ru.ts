@@ -11,7 +11,6 @@ export const ru: Record<string, string> = {
   'signIn.email': 'Электронная почта',
   'signIn.password': 'Пароль',
   'signIn.submit': 'Войти',
-  'signIn.failed': 'Неверный адрес или пароль, либо вход в эту учётную запись заблокирован после нескольких неудачных попыток. Повторите позже или обратитесь к менеджеру исследования.',
   'signIn.lockHint': 'После 5 неудачных попыток подряд вход в учётную запись блокируется на 15 минут.',
 
   'home.title': 'Ваши исследования',
@@ -173,7 +172,6 @@ export const ru: Record<string, string> = {
   'skipReason.invalid': 'значение не подходит к полю',
   'skipReason.not_chosen': 'для этого места выбрано другое измерение',
   'error.import_nothing_chosen.title': 'Ничего не выбрано',
-  'error.import_nothing_chosen.detail': 'Не отмечено ни одного значения и нет расхождений для решения, поэтому ничего не подтверждено. Отметьте значения для сохранения или отклоните импорт.',
 
   'role.manager': 'менеджер',
   'role.site_staff': 'сотрудник центра',
@@ -210,13 +208,9 @@ export const ru: Record<string, string> = {
   'error.requestId': 'Идентификатор запроса: {id}',
   'error.home': 'К вашим исследованиям',
   'error.portal_forbidden.title': 'Нет доступа',
-  'error.portal_forbidden.detail': 'Ваши роли не дают доступа к этой странице. Если он нужен, обратитесь к менеджеру исследования.',
   'error.csrf_failed.title': 'Форма устарела',
-  'error.csrf_failed.detail': 'Форма устарела или отправлена не с этого сайта, поэтому ничего не сделано. Вернитесь, обновите страницу и повторите.',
   'error.portal_not_found.title': 'Страница не найдена',
-  'error.portal_not_found.detail': 'Такой страницы нет.',
   'error.portal_bad_form.title': 'Форма не распознана',
-  'error.portal_bad_form.detail': 'Форму не удалось прочитать; ничего не сделано.',
   'error.internal.title': 'Что-то пошло не так',
   'error.internal.detail': 'Сервис не смог ответить; возможно, ничего не сохранено. Сообщите идентификатор запроса ниже.',
 };
