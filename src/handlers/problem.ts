@@ -1,4 +1,3 @@
-import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/openapi.js';
 import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
 import { translate, type Lang } from './messages/index.js';
@@ -103,9 +102,24 @@ export function isRefusal(error: unknown): error is DomainError {
   return isDomainError(error) && statusOf(error.code) < 500;
 }
 
-/** Localizes one field error; `field.<code>` texts exist for codes shared by many places. */
+/** Localizes one field error; `field.<code>` texts exist for codes shared by many places, `params.variant` picks a wording. */
 export function fieldMessage(lang: Lang, error: FieldError): string {
-  return translate(lang, `field.${error.code}`, error.params ?? {});
+  const variant = error.params?.variant;
+  return translate(lang, `field.${error.code}${variant ? `.${String(variant)}` : ''}`, error.params ?? {});
+}
+
+/**
+ * The `errors[]` entry of a field error. What would have been accepted and what was received also
+ * come as members of their own (spec, ProblemError), so a program can show them without parsing text.
+ */
+function problemErrorOf(lang: Lang, error: FieldError): ProblemError {
+  const entry: ProblemError = { pointer: error.pointer, code: error.code, message: fieldMessage(lang, error) };
+  const { allowed, expected_format: expectedFormat, example, received } = error.params ?? {};
+  if (Array.isArray(allowed)) entry.allowed = allowed.map(String);
+  if (typeof expectedFormat === 'string') entry.expected_format = expectedFormat;
+  if (typeof example === 'string') entry.example = example;
+  if (typeof received === 'string') entry.received = received;
+  return entry;
 }
 
 /** Turns a domain error into the problem reply the client sees. */
@@ -122,34 +136,10 @@ export function problemOf(error: DomainError, lang: Lang, requestId: string): Pr
     request_id: requestId,
   };
   if (error.fieldErrors.length > 0) {
-    body.errors = error.fieldErrors.map((e) => ({ pointer: e.pointer, code: e.code, message: fieldMessage(lang, e) }));
+    body.errors = error.fieldErrors.map((e) => problemErrorOf(lang, e));
   }
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
   if (status === 401) headers['www-authenticate'] = 'Bearer realm="sdx"';
   if (typeof error.params.retry_after === 'number') headers['retry-after'] = String(error.params.retry_after);
   return { status, body, headers };
-}
-
-const AJV_LOCATIONS: Record<string, string> = { requestBody: '', query: '/query', path: '/path', headers: '/headers' };
-
-/**
- * Turns request-validation errors into one domain error: `invalid_parameter` (400) when a parameter
- * is wrong, `invalid_body` (422) when only the body is. Pointers name the parameter (`/query/limit`)
- * or the body member (`/records/3/visit`).
- */
-export function validationError(errors: ErrorObject[]): DomainError {
-  const fieldErrors: FieldError[] = errors.map((error) => {
-    const [, location = '', ...rest] = error.instancePath.split('/');
-    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
-    const base = AJV_LOCATIONS[location] ?? `/${location}`;
-    const pointer = `${base}${rest.length ? `/${rest.join('/')}` : ''}${missing}${extra}`;
-    // The spec refuses unknown query parameters by name (code `unknown_parameter`), in the client's language.
-    if (extra && location === 'query') return { pointer, code: 'unknown_parameter', params: { name: extra.slice(1) } };
-    return error.keyword === 'required'
-      ? { pointer, code: 'required' }
-      : { pointer, code: 'schema', params: { message: `${error.message ?? 'invalid'}${extra ? ` (${extra.slice(1)})` : ''}` } };
-  });
-  const onlyBody = errors.every((e) => e.instancePath === '/requestBody' || e.instancePath.startsWith('/requestBody/'));
-  return new DomainError(onlyBody ? 'invalid_body' : 'invalid_parameter', {}, fieldErrors);
 }

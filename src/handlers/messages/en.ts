@@ -82,6 +82,28 @@ export const en: Catalog = {
 
   // Field-level issues inside a problem or a per-record result.
   'field.required': 'A value is required.',
+  // Refusals by the contract (spec/openapi.yaml), one per JSON Schema keyword: what is accepted, and what came.
+  'field.schema.keyword': 'Not accepted by the rule "{keyword}" ({message}); received {received}.',
+  'field.enum': 'Must be one of: {allowed}; received {received}.',
+  'field.const': 'Must be {allowed}; received {received}.',
+  'field.type': 'Must be of JSON type {type}; received {received}.',
+  'field.format': 'Must be in {expected_format} format; received {received}.',
+  'field.format.example': 'Must be in {expected_format} format, for example {example}; received {received}.',
+  'field.pattern': 'Must match the pattern {pattern}; received {received}.',
+  'field.pattern.example': 'Must match the pattern {pattern}, for example {example}; received {received}.',
+  'field.minimum': 'Must be at least {limit}; received {received}.',
+  'field.maximum': 'Must be at most {limit}; received {received}.',
+  'field.exclusiveMinimum': 'Must be greater than {limit}; received {received}.',
+  'field.exclusiveMaximum': 'Must be less than {limit}; received {received}.',
+  'field.minLength': 'The length must be at least {limit}; received length {count}: {received}.',
+  'field.maxLength': 'The length must be at most {limit}; received length {count}: {received}.',
+  'field.minItems': 'The number of items must be at least {limit}; received {count}.',
+  'field.maxItems': 'The number of items must be at most {limit}; received {count}.',
+  'field.additionalProperties': 'Unknown member "{name}"; the members are: {allowed}.',
+  'field.additionalProperties.none': 'Unknown member "{name}"; this object takes no members.',
+  'field.oneOf': 'Must match exactly one of the forms this member allows; received {received}.',
+  'field.anyOf': 'Must match one of the forms this member allows; received {received}.',
+  // A design file's problem (parseStudyDesign), already worded.
   'field.schema': '{message}',
   'field.unknown_filter_value': 'No {name} "{value}" that this API key may see.',
   'field.invalid_date': 'Not a valid date.',

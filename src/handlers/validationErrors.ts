@@ -1,0 +1,111 @@
+import type { ErrorObject } from 'ajv';
+import { DomainError, type FieldError } from '../domain/errors.js';
+
+const AJV_LOCATIONS: Record<string, string> = { requestBody: '', query: '/query', path: '/path', headers: '/header' };
+
+/** A received value is echoed at most this long, so a huge or hostile value does not fill the answer. */
+const RECEIVED_LENGTH = 60;
+
+/** An example of each `format` the spec uses, for a value that does not have it (issue 19.5). */
+const FORMAT_EXAMPLES: Record<string, string> = {
+  date: '2026-03-01',
+  'date-time': '2026-03-01T08:00:00Z',
+  uri: 'https://fhir.example.org/fhir',
+  'uri-reference': 'https://sdx.dev/problems/not_found',
+};
+
+/** A value as JSON text, cut to RECEIVED_LENGTH characters (whole code points) with an ellipsis. */
+export function shortJson(value: unknown): string {
+  const text = [...(JSON.stringify(value) ?? String(value))];
+  return text.length <= RECEIVED_LENGTH ? text.join('') : `${text.slice(0, RECEIVED_LENGTH - 1).join('')}…`;
+}
+
+/** An allowed value as a client would write it: strings bare, anything else as JSON. */
+function allowedText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function exampleOf(error: ErrorObject, parameterExample: unknown): string | undefined {
+  const schema = (error.parentSchema ?? {}) as { example?: unknown; examples?: unknown[] };
+  const example = schema.example ?? schema.examples?.[0] ?? parameterExample
+    ?? (error.keyword === 'format' ? FORMAT_EXAMPLES[String((error.params as { format: string }).format)] : undefined);
+  return example === undefined ? undefined : allowedText(example);
+}
+
+/**
+ * One refused member as a field error whose code is the JSON Schema keyword: the params name what
+ * would have been accepted (`allowed`, `expected_format` with an `example`, a `limit`) and what came
+ * (`received`, shortened), and become both the localized message and the entry's own members.
+ */
+function fieldErrorOf(error: ErrorObject, pointer: string, parameterExample: unknown): FieldError {
+  const params = error.params as Record<string, unknown>;
+  const data: unknown = error.data;
+  const received = data === undefined ? {} : { received: shortJson(data) };
+  const example = exampleOf(error, parameterExample);
+  const withExample = example === undefined ? {} : { example, variant: 'example' };
+  switch (error.keyword) {
+    case 'required':
+      return { pointer, code: 'required' };
+    case 'enum':
+      return { pointer, code: 'enum', params: { allowed: (params.allowedValues as unknown[]).map(allowedText), ...received } };
+    case 'const':
+      return { pointer, code: 'const', params: { allowed: [allowedText(params.allowedValue)], ...received } };
+    case 'format':
+      return { pointer, code: 'format', params: { expected_format: String(params.format), ...withExample, ...received } };
+    case 'pattern':
+      return { pointer, code: 'pattern', params: { pattern: params.pattern, ...withExample, ...received } };
+    case 'type':
+      return { pointer, code: 'type', params: { type: [params.type].flat().join(' | '), ...received } };
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return { pointer, code: error.keyword, params: { limit: params.limit, ...received } };
+    case 'minLength':
+    case 'maxLength':
+      return { pointer, code: error.keyword, params: { limit: params.limit, count: [...String(data)].length, ...received } };
+    case 'minItems':
+    case 'maxItems':
+      // The items themselves may be many and long: their number says what is wrong.
+      return { pointer, code: error.keyword, params: { limit: params.limit, count: Array.isArray(data) ? data.length : 0 } };
+    case 'additionalProperties': {
+      const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      return { pointer, code: 'additionalProperties', params: { name: params.additionalProperty, allowed: known, ...(known.length ? {} : { variant: 'none' }) } };
+    }
+    case 'oneOf':
+    case 'anyOf':
+      return { pointer, code: error.keyword, params: received };
+    default:
+      // A keyword the spec does not use today: Ajv's English sentence, with the keyword and the value.
+      return { pointer, code: 'schema', params: { keyword: error.keyword, message: error.message ?? 'invalid', variant: 'keyword', ...received } };
+  }
+}
+
+/** Errors of the branches of a failed `oneOf`/`anyOf`: the failure of the whole says it, once. */
+function withoutBranchErrors(errors: ErrorObject[]): ErrorObject[] {
+  const alternatives = errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => `${e.schemaPath}/`);
+  return errors.filter((e) => !alternatives.some((prefix) => e.schemaPath.startsWith(prefix)));
+}
+
+/**
+ * Turns request-validation errors into one domain error: `invalid_parameter` (400) when a parameter
+ * is wrong, `invalid_body` (422) when only the body is. Pointers name the parameter (`/query/limit`)
+ * or the body member (`/records/3/visit`).
+ *
+ * @param parameterExamples - the `example` of each parameter by its pointer (`/path/study_code`), for a
+ *   parameter whose schema has none of its own
+ */
+export function validationError(errors: ErrorObject[], parameterExamples: Record<string, unknown> = {}): DomainError {
+  const fieldErrors: FieldError[] = withoutBranchErrors(errors).map((error) => {
+    const [, location = '', ...rest] = error.instancePath.split('/');
+    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
+    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
+    const base = AJV_LOCATIONS[location] ?? `/${location}`;
+    const pointer = `${base}${rest.length ? `/${rest.join('/')}` : ''}${missing}${extra}`;
+    // The spec refuses unknown query parameters by name (code `unknown_parameter`), in the client's language.
+    if (extra && location === 'query') return { pointer, code: 'unknown_parameter', params: { name: extra.slice(1) } };
+    return fieldErrorOf(error, pointer, parameterExamples[pointer]);
+  });
+  const onlyBody = errors.every((e) => e.instancePath === '/requestBody' || e.instancePath.startsWith('/requestBody/'));
+  return new DomainError(onlyBody ? 'invalid_body' : 'invalid_parameter', {}, fieldErrors);
+}
