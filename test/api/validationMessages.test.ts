@@ -114,4 +114,14 @@ describe('refusals by the contract name the allowed values, the format and the v
     expect(res.status).to.equal(400);
     expect(entryAt(res.body, '/query/limit')).to.deep.include({ code: 'type', received: '"ten"', message: 'Должно иметь JSON-тип integer; получено "ten".' });
   });
+
+  it('path parameters: a file name off its pattern names the pattern and the parameter\'s example', async () => {
+    const res = await app.call('GET', '/api/v1/docs/assets/Swagger.CSS?lang=ru');
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('invalid_parameter');
+    expect(res.body.errors).to.deep.equal([{
+      pointer: '/path/file', code: 'pattern', example: 'swagger-ui.css', received: '"Swagger.CSS"',
+      message: 'Должно соответствовать шаблону ^[a-z0-9][a-z0-9.-]{0,63}$, например swagger-ui.css; получено "Swagger.CSS".',
+    }]);
+  });
 });
