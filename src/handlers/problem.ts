@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.js';
 import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { translate, type Lang } from './messages/index.js';
+import { detailOf, translate, type Lang } from './messages/index.js';
 
 /**
  * The only place that knows HTTP status: a stable error code maps to its status here, and to
@@ -130,8 +130,7 @@ export function problemOf(error: DomainError, lang: Lang, requestId: string): Pr
     type: `https://sdx.dev/problems/${error.code}`,
     title: translate(lang, `${error.code}.title`, params),
     status,
-    // A code may have several details (e.g. why a key stopped): `params.variant` picks one.
-    detail: translate(lang, `${error.code}.detail${error.params.variant ? `.${String(error.params.variant)}` : ''}`, params),
+    detail: detailOf(lang, error.code, params),
     code: error.code,
     request_id: requestId,
   };

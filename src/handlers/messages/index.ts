@@ -38,3 +38,12 @@ export function translate(lang: Lang, key: string, params: Record<string, unknow
     params[name] === undefined ? whole : Array.isArray(params[name]) ? (params[name] as unknown[]).join(', ') : String(params[name]),
   );
 }
+
+/**
+ * The detail of a refusal in `lang`. `params.variant` picks one of the code's wordings (why a key
+ * stopped; a refusal where no API key is involved), else the code's own detail.
+ */
+export function detailOf(lang: Lang, code: ErrorCode, params: Record<string, unknown>): string {
+  const variant = params.variant === undefined ? undefined : `${code}.detail.${String(params.variant)}`;
+  return translate(lang, variant !== undefined && en[variant] !== undefined ? variant : `${code}.detail`, params);
+}
