@@ -314,7 +314,7 @@ export interface components {
             expected_format?: string;
             /** @description An example of a value that would be accepted (`format`, `pattern`). */
             example?: string;
-            /** @description The value received, as JSON text, shortened to 60 characters ending in `…`. Absent where no value came (`required`) or where the size says it (`minItems`, `maxItems`). */
+            /** @description The value received, as JSON text, shortened to 60 characters ending in `…`. Absent where no value came (`required`), where the pointer names it (`additionalProperties`) or where its size says it (`minItems`, `maxItems`). */
             received?: string;
         };
         /**
