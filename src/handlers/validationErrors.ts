@@ -14,9 +14,44 @@ const FORMAT_EXAMPLES: Record<string, string> = {
   'uri-reference': 'https://sdx.dev/problems/not_found',
 };
 
+/**
+ * Writes `value` as JSON until about `budget.left` characters are out. A body may nest 100 000 levels
+ * deep or hold megabytes: JSON.stringify of the whole would overflow the stack or waste the time, while
+ * this stops within a few levels and characters of the budget.
+ */
+function writeJsonStart(value: unknown, out: string[], budget: { left: number }): void {
+  const write = (text: string) => {
+    out.push(text);
+    budget.left -= text.length;
+  };
+  if (Array.isArray(value)) {
+    write('[');
+    for (let i = 0; i < value.length && budget.left > 0; i++) {
+      if (i > 0) write(',');
+      writeJsonStart(value[i], out, budget);
+    }
+    write(']');
+  } else if (typeof value === 'object' && value !== null) {
+    write('{');
+    let first = true;
+    for (const name in value) {
+      if (budget.left <= 0) break;
+      if (!Object.hasOwn(value, name)) continue;
+      write(`${first ? '' : ','}${JSON.stringify(name.slice(0, RECEIVED_LENGTH * 2))}:`);
+      first = false;
+      writeJsonStart((value as Record<string, unknown>)[name], out, budget);
+    }
+    write('}');
+  } else {
+    write(JSON.stringify(typeof value === 'string' ? value.slice(0, RECEIVED_LENGTH * 2) : value) ?? 'null');
+  }
+}
+
 /** A value as JSON text, cut to RECEIVED_LENGTH characters (whole code points) with an ellipsis. */
 export function shortJson(value: unknown): string {
-  const text = [...(JSON.stringify(value) ?? String(value))];
+  const out: string[] = [];
+  writeJsonStart(value, out, { left: RECEIVED_LENGTH });
+  const text = [...out.join('')];
   return text.length <= RECEIVED_LENGTH ? text.join('') : `${text.slice(0, RECEIVED_LENGTH - 1).join('')}…`;
 }
 

@@ -52,5 +52,15 @@ describe('validationError', () => {
     const emoji = shortJson('😀'.repeat(100));
     expect([...emoji]).to.have.length(60);
     expect(emoji).to.equal(`"${'😀'.repeat(58)}…`);
+
+    expect(shortJson({ a: [1, 'two', null], b: true })).to.equal('{"a":[1,"two",null],"b":true}');
+  });
+
+  it('stops early on a value nested 100 000 levels deep or with a million members', () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(shortJson(deep)).to.equal(`${'['.repeat(59)}…`);
+    const wide = Object.fromEntries(Array.from({ length: 1_000_000 }, (_, i) => [`m${i}`, i]));
+    expect(shortJson(wide)).to.equal(`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m…`);
   });
 });
