@@ -1,24 +1,10 @@
 import { expect } from 'chai';
+import { capturingStderr } from '../helpers/capturingStderr.js';
 import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
-
-/** Runs `task` with the lines written to stderr kept instead of printed. */
-async function capturingStderr<T>(task: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
-  const write = process.stderr.write.bind(process.stderr);
-  let stderr = '';
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    stderr += chunk.toString();
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    return { result: await task(), lines: stderr.split('\n').filter(Boolean) };
-  } finally {
-    process.stderr.write = write;
-  }
-}
 
 /**
  * Issue 20.4: a failure of the service (not a refusal) is logged once, by the one logFailure, with the
@@ -50,9 +36,9 @@ describe('logFailure: the API and the portal log an unknown failure once, and an
   }
 
   /** The one stderr line of the request, parsed; it must hold the stack the answer does not. */
-  function failureLine(lines: string[], requestId: string): Record<string, string> {
-    const mine = lines.filter((line) => line.includes(requestId));
-    expect(mine, lines.join('\n')).to.have.length(1);
+  function failureLine(stderr: string, requestId: string): Record<string, string> {
+    const mine = stderr.split('\n').filter((line) => line.includes(requestId));
+    expect(mine, stderr).to.have.length(1);
     const logged = JSON.parse(mine[0]) as Record<string, string>;
     expect(Object.keys(logged)).to.deep.equal(['level', 'request_id', 'method', 'path', 'error']);
     expect(logged).to.deep.include({ level: 'error', request_id: requestId });
@@ -62,21 +48,21 @@ describe('logFailure: the API and the portal log an unknown failure once, and an
 
   it('API: 500 internal with only the request id, and one line with the stack', async () => {
     // Fetched directly: the spec declares no 500 for a read call, so the suite's spec check would refuse it.
-    const { result: res, lines } = await capturingStderr(() => withStudiesAway(() =>
+    const { result: res, stderr } = await capturingStderr(() => withStudiesAway(() =>
       fetch(`${app.baseUrl}/api/v1/studies/${world.code}/patients`, { headers: { authorization: `Bearer ${world.key}` } })));
     expect(res.status).to.equal(500);
     const requestId = res.headers.get('x-request-id')!;
     const text = await res.text();
     expect(JSON.parse(text)).to.deep.include({ code: 'internal', request_id: requestId });
     expect(text).to.not.match(/ at |does not exist|studies_away/);
-    expect(failureLine(lines, requestId)).to.deep.include({ method: 'GET', path: `/api/v1/studies/${world.code}/patients` });
+    expect(failureLine(stderr, requestId)).to.deep.include({ method: 'GET', path: `/api/v1/studies/${world.code}/patients` });
   });
 
   it('portal: the error page shows the request id and no stack, and one line with the stack', async () => {
-    const { result: page, lines } = await capturingStderr(() => withStudiesAway(() => manager.get('/portal')));
+    const { result: page, stderr } = await capturingStderr(() => withStudiesAway(() => manager.get('/portal')));
     expect(page.status).to.equal(500);
     const requestId = page.headers.get('x-request-id')!;
     expect(page.html).to.include(requestId).and.not.match(/ at |does not exist|studies_away/);
-    expect(failureLine(lines, requestId)).to.deep.include({ method: 'GET', path: '/portal' });
+    expect(failureLine(stderr, requestId)).to.deep.include({ method: 'GET', path: '/portal' });
   });
 });
