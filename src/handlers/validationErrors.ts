@@ -72,15 +72,15 @@ function exampleOf(error: ErrorObject, parameterExample: unknown): string | unde
  * would have been accepted (`allowed`, `expected_format` with an `example`, a `limit`) and what came
  * (`received`, shortened), and become both the localized message and the entry's own members.
  */
-function fieldErrorOf(error: ErrorObject, pointer: string, parameterExample: unknown): FieldError {
+function fieldErrorOf(error: ErrorObject, pointer: string, field: string, parameterExample: unknown): FieldError {
   const params = error.params as Record<string, unknown>;
   const data: unknown = error.data;
-  const received = data === undefined ? {} : { received: shortJson(data) };
+  const received = data === undefined ? { field } : { field, received: shortJson(data) };
   const example = exampleOf(error, parameterExample);
   const withExample = example === undefined ? {} : { example, variant: 'example' };
   switch (error.keyword) {
     case 'required':
-      return { pointer, code: 'required' };
+      return { pointer, code: 'required', params: { field, variant: 'named' } };
     case 'enum':
       return { pointer, code: 'enum', params: { allowed: (params.allowedValues as unknown[]).map(allowedText), ...received } };
     case 'const':
@@ -102,7 +102,7 @@ function fieldErrorOf(error: ErrorObject, pointer: string, parameterExample: unk
     case 'minItems':
     case 'maxItems':
       // The items themselves may be many and long: their number says what is wrong.
-      return { pointer, code: error.keyword, params: { limit: params.limit, count: Array.isArray(data) ? data.length : 0 } };
+      return { pointer, code: error.keyword, params: { field, limit: params.limit, count: Array.isArray(data) ? data.length : 0 } };
     case 'additionalProperties': {
       const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       return { pointer, code: 'additionalProperties', params: { name: params.additionalProperty, allowed: known, ...(known.length ? {} : { variant: 'none' }) } };
@@ -114,6 +114,19 @@ function fieldErrorOf(error: ErrorObject, pointer: string, parameterExample: unk
       // A keyword the spec does not use today: Ajv's English sentence, with the keyword and the value.
       return { pointer, code: 'schema', params: { keyword: error.keyword, message: error.message ?? 'invalid', variant: 'keyword', ...received } };
   }
+}
+
+const PARAMETER_LOCATIONS = new Set(['query', 'path', 'headers']);
+
+/**
+ * The refused member as a message names it: a parameter by its name, a body member by its path
+ * (`records[3].values.sbp`), the body itself as `/`.
+ */
+function fieldName(isParameter: boolean, pointer: string): string {
+  const segments = pointer.split('/').slice(1);
+  if (isParameter) return segments.at(-1) ?? '/';
+  const path = segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : `${i > 0 ? '.' : ''}${s}`)).join('');
+  return path || '/';
 }
 
 /** Errors of the branches of a failed `oneOf`/`anyOf`: the failure of the whole says it, once. */
@@ -139,7 +152,7 @@ export function validationError(errors: ErrorObject[], parameterExamples: Record
     const pointer = `${base}${rest.length ? `/${rest.join('/')}` : ''}${missing}${extra}`;
     // The spec refuses unknown query parameters by name (code `unknown_parameter`), in the client's language.
     if (extra && location === 'query') return { pointer, code: 'unknown_parameter', params: { name: extra.slice(1) } };
-    return fieldErrorOf(error, pointer, parameterExamples[pointer]);
+    return fieldErrorOf(error, pointer, fieldName(PARAMETER_LOCATIONS.has(location), pointer), parameterExamples[pointer]);
   });
   const onlyBody = errors.every((e) => e.instancePath === '/requestBody' || e.instancePath.startsWith('/requestBody/'));
   return new DomainError(onlyBody ? 'invalid_body' : 'invalid_parameter', {}, fieldErrors);

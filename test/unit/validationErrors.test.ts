@@ -20,30 +20,30 @@ function refusal(schema: object, body: unknown, lang: 'en' | 'ru' = 'en') {
 describe('validationError', () => {
   it('const names the one allowed value and the value received', () => {
     expect(refusal({ type: 'object', properties: { kind: { const: 'Bundle' } } }, { kind: 'Patient' }, 'ru').errors).to.deep.equal([
-      { pointer: '/kind', code: 'const', allowed: ['Bundle'], received: '"Patient"', message: 'Допустимое значение: Bundle; получено "Patient".' },
+      { pointer: '/kind', code: 'const', allowed: ['Bundle'], received: '"Patient"', message: 'Значение "kind" должно быть Bundle; получено "Patient".' },
     ]);
   });
 
   it('a failed oneOf or anyOf is one entry, without the errors of its branches', () => {
     const either = { oneOf: [{ type: 'integer' }, { type: 'null' }] };
     expect(refusal({ type: 'object', properties: { day: either } }, { day: 'x' }).errors).to.deep.equal([
-      { pointer: '/day', code: 'oneOf', received: '"x"', message: 'Must match exactly one of the forms this member allows; received "x".' },
+      { pointer: '/day', code: 'oneOf', received: '"x"', message: '"day" must match exactly one of the forms it allows; received "x".' },
     ]);
     const any = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'null' }] };
     expect(refusal({ type: 'object', properties: { on: any } }, { on: 5 }, 'ru').errors).to.deep.equal([
-      { pointer: '/on', code: 'anyOf', received: '5', message: 'Должно соответствовать одной из допустимых форм; получено 5.' },
+      { pointer: '/on', code: 'anyOf', received: '5', message: 'Значение "on" должно соответствовать одной из допустимых форм; получено 5.' },
     ]);
   });
 
   it('exclusive limits, an object that takes no members, and any other keyword with its name', () => {
-    expect(refusal({ type: 'number', exclusiveMinimum: 0 }, 0).errors?.[0].message).to.equal('Must be greater than 0; received 0.');
-    expect(refusal({ type: 'number', exclusiveMaximum: 10 }, 10, 'ru').errors?.[0].message).to.equal('Должно быть меньше 10; получено 10.');
+    expect(refusal({ type: 'number', exclusiveMinimum: 0 }, 0).errors?.[0].message).to.equal('"/" must be greater than 0; received 0.');
+    expect(refusal({ type: 'number', exclusiveMaximum: 10 }, 10, 'ru').errors?.[0].message).to.equal('Значение "/" должно быть меньше 10; получено 10.');
     expect(refusal({ type: 'object', additionalProperties: false }, { x: 1 }).errors).to.deep.equal([
       { pointer: '/x', code: 'additionalProperties', allowed: [], message: 'Unknown member "x"; this object takes no members.' },
     ]);
     expect(refusal({ type: 'array', uniqueItems: true }, [1, 1]).errors).to.deep.equal([{
       pointer: '', code: 'schema', received: '[1,1]',
-      message: 'Not accepted by the rule "uniqueItems" (must NOT have duplicate items (items ## 0 and 1 are identical)); received [1,1].',
+      message: '"/" is not accepted by the rule "uniqueItems" (must NOT have duplicate items (items ## 0 and 1 are identical)); received [1,1].',
     }]);
   });
 
