@@ -60,6 +60,7 @@ function allowedText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** The spec's example of the member (its schema's, else its parameter's), else one for its format. */
 function exampleOf(error: ErrorObject, parameterExample: unknown): string | undefined {
   const schema = (error.parentSchema ?? {}) as { example?: unknown; examples?: unknown[] };
   const example = schema.example ?? schema.examples?.[0] ?? parameterExample
@@ -75,30 +76,30 @@ function exampleOf(error: ErrorObject, parameterExample: unknown): string | unde
 function fieldErrorOf(error: ErrorObject, pointer: string, field: string, parameterExample: unknown): FieldError {
   const params = error.params as Record<string, unknown>;
   const data: unknown = error.data;
-  const received = data === undefined ? { field } : { field, received: shortJson(data) };
+  const fieldAndValue = data === undefined ? { field } : { field, received: shortJson(data) };
   const example = exampleOf(error, parameterExample);
   const withExample = example === undefined ? {} : { example, variant: 'example' };
   switch (error.keyword) {
     case 'required':
       return { pointer, code: 'required', params: { field, variant: 'named' } };
     case 'enum':
-      return { pointer, code: 'enum', params: { allowed: (params.allowedValues as unknown[]).map(allowedText), ...received } };
+      return { pointer, code: 'enum', params: { allowed: (params.allowedValues as unknown[]).map(allowedText), ...fieldAndValue } };
     case 'const':
-      return { pointer, code: 'const', params: { allowed: [allowedText(params.allowedValue)], ...received } };
+      return { pointer, code: 'const', params: { allowed: [allowedText(params.allowedValue)], ...fieldAndValue } };
     case 'format':
-      return { pointer, code: 'format', params: { expected_format: String(params.format), ...withExample, ...received } };
+      return { pointer, code: 'format', params: { expected_format: String(params.format), ...withExample, ...fieldAndValue } };
     case 'pattern':
-      return { pointer, code: 'pattern', params: { pattern: params.pattern, ...withExample, ...received } };
+      return { pointer, code: 'pattern', params: { pattern: params.pattern, ...withExample, ...fieldAndValue } };
     case 'type':
-      return { pointer, code: 'type', params: { type: [params.type].flat().join(' | '), ...received } };
+      return { pointer, code: 'type', params: { type: [params.type].flat().join(' | '), ...fieldAndValue } };
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      return { pointer, code: error.keyword, params: { limit: params.limit, ...received } };
+      return { pointer, code: error.keyword, params: { limit: params.limit, ...fieldAndValue } };
     case 'minLength':
     case 'maxLength':
-      return { pointer, code: error.keyword, params: { limit: params.limit, count: [...String(data)].length, ...received } };
+      return { pointer, code: error.keyword, params: { limit: params.limit, count: [...String(data)].length, ...fieldAndValue } };
     case 'minItems':
     case 'maxItems':
       // The items themselves may be many and long: their number says what is wrong.
@@ -109,10 +110,10 @@ function fieldErrorOf(error: ErrorObject, pointer: string, field: string, parame
     }
     case 'oneOf':
     case 'anyOf':
-      return { pointer, code: error.keyword, params: received };
+      return { pointer, code: error.keyword, params: fieldAndValue };
     default:
       // A keyword the spec does not use today: Ajv's English sentence, with the keyword and the value.
-      return { pointer, code: 'schema', params: { keyword: error.keyword, message: error.message ?? 'invalid', variant: 'keyword', ...received } };
+      return { pointer, code: 'schema', params: { keyword: error.keyword, message: error.message ?? 'invalid', variant: 'keyword', ...fieldAndValue } };
   }
 }
 
