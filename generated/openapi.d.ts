@@ -488,10 +488,18 @@ export interface components {
         ProblemError: {
             /** @description JSON Pointer (RFC 6901) into the request. For a body member it starts from the body's root, for example `/records/3/values/sbp`. For a parameter it is `/query/<name>`, `/path/<name>` or `/header/<lower-case name>`. */
             pointer: string;
-            /** @description Machine code of the issue, for example a JSON Schema keyword (`required`, `enum`, `maximum`, `additionalProperties`), `unknown_parameter`, `unknown_form` or `unknown_visit`. */
+            /** @description Machine code of the issue, for example a JSON Schema keyword (`required`, `enum`, `const`, `type`, `format`, `pattern`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`, `maxItems`, `additionalProperties`, `oneOf`, `anyOf`; `schema` for any other keyword), `unknown_parameter`, `unknown_form` or `unknown_visit`. */
             code: string;
-            /** @description Localized message. */
+            /** @description Localized message a person can act on. For a request that does not match this contract it names what would have been accepted (the allowed values, the format with an example, the limit, the known members) and the value received, as the members below also give them. */
             message: string;
+            /** @description The values that would have been accepted (`enum`, `const`), or the members the object knows (`additionalProperties`, empty when it takes none). */
+            allowed?: string[];
+            /** @description The format the value must have (`format`), for example `date` or `date-time`. */
+            expected_format?: string;
+            /** @description An example of a value that would be accepted (`format`, `pattern`). */
+            example?: string;
+            /** @description The value received, as JSON text, shortened to 60 characters ending in `…`. Absent where no value came (`required`), where the pointer names it (`additionalProperties`) or where its size says it (`minItems`, `maxItems`). */
+            received?: string;
         };
         /**
          * @description HL7 FHIR administrative gender.
@@ -685,7 +693,10 @@ export interface components {
              * @description The enrolment date, not in the future (judged in the earliest time zone, UTC+14).
              */
             enrolled_on: string;
-            /** @description The patient number to use. If absent, the service assigns the site's next number. */
+            /**
+             * @description The patient number to use. If absent, the service assigns the site's next number.
+             * @example HIS-4711
+             */
             subject?: string;
         };
         PatientCreated: {

@@ -23,7 +23,8 @@ import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js'
 import { openDatabase, type Database } from '../src/db/knex.js';
 import { migrateToLatest } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
-import { translate } from '../src/handlers/messages/index.js';
+import { detailOf, negotiateLang } from '../src/handlers/messages/index.js';
+import { fieldMessage } from '../src/handlers/problem.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
 import { projectFile } from '../src/projectFiles.js';
 import { plainText } from './plainText.js';
@@ -63,16 +64,24 @@ async function runOverHttp(json: boolean, command: () => Promise<Output>): Promi
   }
 }
 
+/** The language of refusals: SDX_LANG=ru or en (English when unset), as `lang` is for the API. */
+const lang = negotiateLang(process.env.SDX_LANG, undefined);
+
+/** A refusal in the same words the API and the portal use, with each field issue localized the same way. */
 function printFailure(error: unknown, json: boolean): void {
   const problem = isDomainError(error)
-    ? { code: error.code, message: translate('en', `${error.code}.detail`, error.params), errors: error.fieldErrors }
+    ? {
+      code: error.code,
+      message: detailOf(lang, error.code, error.params),
+      errors: error.fieldErrors.map((e) => ({ pointer: e.pointer, code: e.code, message: fieldMessage(lang, e), params: e.params })),
+    }
     : error instanceof FhirPullError
       ? { code: error.code, message: error.message, errors: undefined }
       : { code: 'internal', message: error instanceof Error ? error.message : String(error), errors: undefined };
   if (json) process.stdout.write(`${JSON.stringify({ error: problem })}\n`);
   else {
     process.stderr.write(`error: ${problem.message}\n`);
-    for (const e of problem.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${String(e.params?.message ?? e.code)}\n`);
+    for (const e of problem.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.message}\n`);
   }
   process.exitCode = 1;
 }

@@ -15,6 +15,7 @@ import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './handlers/requestState.js';
 import { keyLookupDone, startKeyLookup } from './handlers/keyLookupOfRequest.js';
 import { loadSpec } from './handlers/spec.js';
+import { logFailure } from './logFailure.js';
 import { createPortal } from './portal/index.js';
 import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
 
@@ -82,7 +83,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
       else if (isDatabaseUnavailable(error)) domainError = new DomainError('unavailable', { retry_after: 5 });
       else {
         domainError = new DomainError('internal');
-        process.stderr.write(`${JSON.stringify({ level: 'error', request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, error: error instanceof Error ? error.stack : String(error) })}\n`);
+        logFailure({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, error);
       }
       const reply = problemOf(domainError, ctx.state.lang, ctx.state.requestId);
       ctx.status = reply.status;

@@ -1,3 +1,7 @@
+import type { ErrorCode } from './errorCodes.js';
+
+export type { ErrorCode } from './errorCodes.js';
+
 /**
  * The one error type the domain throws. It carries a stable machine-readable `code` and the
  * parameters its message needs; it knows no HTTP status and no sentence in any language.
@@ -12,7 +16,7 @@ export interface FieldError {
 
 export class DomainError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     readonly params: Record<string, unknown> = {},
     readonly fieldErrors: FieldError[] = [],
   ) {

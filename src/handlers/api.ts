@@ -12,7 +12,7 @@ import { bearerOf, keyLookupOf } from './keyLookupOfRequest.js';
 import { parseRequestsQuickly } from './requestParsing.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
-import { validationError } from './problem.js';
+import { validationError } from './validationErrors.js';
 import type { Services } from './requestState.js';
 import type { KoaContext, OperationId } from './types.js';
 
@@ -48,6 +48,13 @@ function unstorableParameters(c: Context): FieldError[] {
   return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
     .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
     .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));
+}
+
+/** The spec's example of each parameter of the operation, by the pointer a refusal of it carries. */
+function parameterExamples(c: Context): Record<string, unknown> {
+  const parameters = (c.operation.parameters ?? []) as { in: string; name: string; example?: unknown }[];
+  return Object.fromEntries(parameters.filter((p) => p.example !== undefined)
+    .map((p) => [`/${p.in}/${p.in === 'header' ? p.name.toLowerCase() : p.name}`, p.example]));
 }
 
 /** Methods and paths whose operation is remembered; paths carry study codes the client chooses, so the cache is bounded. */
@@ -97,7 +104,8 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     strict: true,
     coerceTypes: true,
     // Defaults declared in the spec (record status, instance, …) reach the handlers filled in.
-    ajvOpts: { allErrors: true, useDefaults: true },
+    // `verbose` keeps the refused value and its schema on each error, so the answer can name both (issue 19.5).
+    ajvOpts: { allErrors: true, useDefaults: true, verbose: true },
     customizeAjv: (ajv) => addFormats(ajv),
   });
 
@@ -150,7 +158,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       if (c.operation.operationId === 'importFhirRecord' && errors.every((e) => e.instancePath.startsWith('/requestBody'))) {
         throw new DomainError('fhir_not_fhir', { reason: 'the body is not a FHIR resource with a resourceType (send a Bundle, a resource or NDJSON)' });
       }
-      throw validationError(errors);
+      throw validationError(errors, parameterExamples(c));
     },
     preOperationHandler: (c: Context) => {
       const known = new Set([

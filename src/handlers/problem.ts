@@ -1,13 +1,13 @@
-import type { ErrorObject } from 'ajv';
-import { DomainError, type FieldError } from '../domain/errors.js';
-import { translate, type Lang } from './messages/index.js';
+import type { components } from '../../generated/openapi.js';
+import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { detailOf, translate, type Lang } from './messages/index.js';
 
 /**
  * The only place that knows HTTP status: a stable error code maps to its status here, and to
  * its English and Russian text in `messages/`. Every refusal leaves the service as one RFC 9457
  * problem body (`application/problem+json`).
  */
-const STATUS: Record<string, number> = {
+const STATUS: Record<ErrorCode, number> = {
   invalid_parameter: 400,
   invalid_after: 400,
   unauthorized: 401,
@@ -67,19 +67,23 @@ const STATUS: Record<string, number> = {
   invalid_import_choice: 422,
   import_outdated: 409,
   import_items_refused: 422,
+  // Refusals of the command line and of the people and study administration it drives.
+  study_exists: 409,
+  design_invalid: 422,
+  invalid_email: 422,
+  invalid_name: 422,
+  password_too_short: 422,
+  user_not_found: 404,
+  role_not_found: 404,
+  invalid_reads_limit: 422,
+  consent_not_given: 409,
+  consent_dates: 422,
 };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  request_id: string;
-  errors?: { pointer: string; code: string; message: string }[];
-}
+export type ProblemBody = components['schemas']['Problem'];
+type ProblemError = components['schemas']['ProblemError'];
 
 export interface ProblemReply {
   status: number;
@@ -87,13 +91,36 @@ export interface ProblemReply {
   headers: Record<string, string>;
 }
 
-export function statusOf(code: string): number {
-  return STATUS[code] ?? 500;
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
 }
 
-/** Localizes one field error; `field.<code>` texts exist for codes shared by many places. */
+/**
+ * A refusal the person can act on (a domain error below 500), as opposed to a failure of the service,
+ * which the error middleware logs and answers with only the request id.
+ */
+export function isRefusal(error: unknown): error is DomainError {
+  return isDomainError(error) && statusOf(error.code) < 500;
+}
+
+/** Localizes one field error; `field.<code>` texts exist for codes shared by many places, `params.variant` picks a wording. */
 export function fieldMessage(lang: Lang, error: FieldError): string {
-  return translate(lang, `field.${error.code}`, error.params ?? {});
+  const variant = error.params?.variant;
+  return translate(lang, `field.${error.code}${variant ? `.${String(variant)}` : ''}`, error.params ?? {});
+}
+
+/**
+ * The `errors[]` entry of a field error. What would have been accepted and what was received also
+ * come as members of their own (spec, ProblemError), so a program can show them without parsing text.
+ */
+function problemErrorOf(lang: Lang, error: FieldError): ProblemError {
+  const entry: ProblemError = { pointer: error.pointer, code: error.code, message: fieldMessage(lang, error) };
+  const { allowed, expected_format: expectedFormat, example, received } = error.params ?? {};
+  if (Array.isArray(allowed)) entry.allowed = allowed.map(String);
+  if (typeof expectedFormat === 'string') entry.expected_format = expectedFormat;
+  if (typeof example === 'string') entry.example = example;
+  if (typeof received === 'string') entry.received = received;
+  return entry;
 }
 
 /** Turns a domain error into the problem reply the client sees. */
@@ -104,40 +131,15 @@ export function problemOf(error: DomainError, lang: Lang, requestId: string): Pr
     type: `https://sdx.dev/problems/${error.code}`,
     title: translate(lang, `${error.code}.title`, params),
     status,
-    // A code may have several details (e.g. why a key stopped): `params.variant` picks one.
-    detail: translate(lang, `${error.code}.detail${error.params.variant ? `.${String(error.params.variant)}` : ''}`, params),
+    detail: detailOf(lang, error.code, params),
     code: error.code,
     request_id: requestId,
   };
   if (error.fieldErrors.length > 0) {
-    body.errors = error.fieldErrors.map((e) => ({ pointer: e.pointer, code: e.code, message: fieldMessage(lang, e) }));
+    body.errors = error.fieldErrors.map((e) => problemErrorOf(lang, e));
   }
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
   if (status === 401) headers['www-authenticate'] = 'Bearer realm="sdx"';
   if (typeof error.params.retry_after === 'number') headers['retry-after'] = String(error.params.retry_after);
   return { status, body, headers };
-}
-
-const AJV_LOCATIONS: Record<string, string> = { requestBody: '', query: '/query', path: '/path', headers: '/headers' };
-
-/**
- * Turns request-validation errors into one domain error: `invalid_parameter` (400) when a parameter
- * is wrong, `invalid_body` (422) when only the body is. Pointers name the parameter (`/query/limit`)
- * or the body member (`/records/3/visit`).
- */
-export function validationError(errors: ErrorObject[]): DomainError {
-  const fieldErrors: FieldError[] = errors.map((error) => {
-    const [, location = '', ...rest] = error.instancePath.split('/');
-    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
-    const base = AJV_LOCATIONS[location] ?? `/${location}`;
-    const pointer = `${base}${rest.length ? `/${rest.join('/')}` : ''}${missing}${extra}`;
-    // The spec refuses unknown query parameters by name (code `unknown_parameter`), in the client's language.
-    if (extra && location === 'query') return { pointer, code: 'unknown_parameter', params: { name: extra.slice(1) } };
-    return error.keyword === 'required'
-      ? { pointer, code: 'required' }
-      : { pointer, code: 'schema', params: { message: `${error.message ?? 'invalid'}${extra ? ` (${extra.slice(1)})` : ''}` } };
-  });
-  const onlyBody = errors.every((e) => e.instancePath === '/requestBody' || e.instancePath.startsWith('/requestBody/'));
-  return new DomainError(onlyBody ? 'invalid_body' : 'invalid_parameter', {}, fieldErrors);
 }

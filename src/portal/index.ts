@@ -1,12 +1,13 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { DomainError, isDomainError } from '../domain/errors.js';
+import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js';
 import { resumeSession } from '../domain/people/staffSessions.js';
 import { isStorableText } from '../domain/storableText.js';
 import { createStores } from '../db/stores.js';
 import type { Lang } from '../handlers/messages/index.js';
 import { statusOf } from '../handlers/problem.js';
 import type { RequestState, Services } from '../handlers/requestState.js';
+import { logFailure } from '../logFailure.js';
 import { checkCsrf } from './csrf.js';
 import { formFields, parseForm } from './formBody.js';
 import { errorDetail, errorTitle } from './messages/index.js';
@@ -45,13 +46,14 @@ function portalLang(ctx: PortalContext): Lang {
 /** A refusal or a failure as a page in the person's language; unknown failures are logged and show only the request id. */
 function errorPage(ctx: PortalContext, error: unknown): void {
   if (showUnavailable(ctx, error)) return;
-  let code = 'internal';
+  let code: ErrorCode = 'internal';
   const httpStatus = (error as { status?: number }).status;
+  // A domain error's own page, 503 `unavailable` included; only a failure of the service is logged.
   if (isDomainError(error) && statusOf(error.code) !== 500) code = error.code;
   else if (httpStatus === 413) code = 'payload_too_large';
   else if (typeof httpStatus === 'number' && httpStatus >= 400 && httpStatus < 500) code = 'portal_bad_form';
   else {
-    process.stderr.write(`${JSON.stringify({ level: 'error', request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, error: error instanceof Error ? error.stack : String(error) })}\n`);
+    logFailure({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, error);
   }
   const params = isDomainError(error) ? error.params : {};
   const lang = ctx.state.lang;

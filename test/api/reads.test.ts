@@ -261,18 +261,18 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
       ['site=03', [{ pointer: '/query/site', code: 'unknown_filter_value' }]],
       ['visit=week99', [{ pointer: '/query/visit', code: 'unknown_filter_value' }]],
       ['form=ecg', [{ pointer: '/query/form', code: 'unknown_filter_value' }]],
-      ['status=final', [{ pointer: '/query/status', code: 'schema' }]],
-      ['site=01&site=02', [{ pointer: '/query/site', code: 'schema' }]],
-      ['updated_since=2026-03-01', [{ pointer: '/query/updated_since', code: 'schema' }]],
-      ['updated_since=2026-03-01T08:00:00', [{ pointer: '/query/updated_since', code: 'schema' }]],
-      ['updated_since=yesterday', [{ pointer: '/query/updated_since', code: 'schema' }]],
+      ['status=final', [{ pointer: '/query/status', code: 'enum' }]],
+      ['site=01&site=02', [{ pointer: '/query/site', code: 'type' }]],
+      ['updated_since=2026-03-01', [{ pointer: '/query/updated_since', code: 'format' }]],
+      ['updated_since=2026-03-01T08:00:00', [{ pointer: '/query/updated_since', code: 'format' }]],
+      ['updated_since=yesterday', [{ pointer: '/query/updated_since', code: 'format' }]],
       ['updated_since=0000-01-01T00:00:00Z', [{ pointer: '/query/updated_since', code: 'instant_out_of_range' }]],
-      ['limit=0', [{ pointer: '/query/limit', code: 'schema' }]],
-      ['limit=1001', [{ pointer: '/query/limit', code: 'schema' }]],
-      ['limit=ten', [{ pointer: '/query/limit', code: 'schema' }]],
-      ['limit=2.5', [{ pointer: '/query/limit', code: 'schema' }]],
-      ['after=', [{ pointer: '/query/after', code: 'schema' }]],
-      ['limit=5000&vist=baseline&form=ecg', [{ pointer: '/query/limit', code: 'schema' }, { pointer: '/query/vist', code: 'unknown_parameter' }]],
+      ['limit=0', [{ pointer: '/query/limit', code: 'minimum' }]],
+      ['limit=1001', [{ pointer: '/query/limit', code: 'maximum' }]],
+      ['limit=ten', [{ pointer: '/query/limit', code: 'type' }]],
+      ['limit=2.5', [{ pointer: '/query/limit', code: 'type' }]],
+      ['after=', [{ pointer: '/query/after', code: 'minLength' }]],
+      ['limit=5000&vist=baseline&form=ecg', [{ pointer: '/query/limit', code: 'maximum' }, { pointer: '/query/vist', code: 'unknown_parameter' }]],
       ['visit=week99&form=ecg&site=03', [
         { pointer: '/query/visit', code: 'unknown_filter_value' }, { pointer: '/query/form', code: 'unknown_filter_value' },
         { pointer: '/query/site', code: 'unknown_filter_value' },
@@ -397,10 +397,10 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
     const refusals: [string, { pointer: string; code: string }[]][] = [
       ['form=vs', [{ pointer: '/query/form', code: 'unknown_parameter' }]],
       ['visit=baseline', [{ pointer: '/query/visit', code: 'unknown_parameter' }]],
-      ['status=complete', [{ pointer: '/query/status', code: 'schema' }]],
+      ['status=complete', [{ pointer: '/query/status', code: 'enum' }]],
       ['site=9', [{ pointer: '/query/site', code: 'unknown_filter_value' }]],
-      ['updated_since=2026-13-01T00:00:00Z', [{ pointer: '/query/updated_since', code: 'schema' }]],
-      ['limit=-1', [{ pointer: '/query/limit', code: 'schema' }]],
+      ['updated_since=2026-13-01T00:00:00Z', [{ pointer: '/query/updated_since', code: 'format' }]],
+      ['limit=-1', [{ pointer: '/query/limit', code: 'minimum' }]],
     ];
     for (const [query, errors] of refusals) {
       it(`refuses ${query} with 400 naming the parameter`, async () => {
@@ -461,7 +461,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
 
     const refusals: [string, { pointer: string; code: string }[]][] = [
       ['field=sbp', [{ pointer: '/query/field', code: 'unknown_parameter' }]],
-      ['status=pending', [{ pointer: '/query/status', code: 'schema' }]],
+      ['status=pending', [{ pointer: '/query/status', code: 'enum' }]],
       ['form=ecg&visit=week99', [{ pointer: '/query/form', code: 'unknown_filter_value' }, { pointer: '/query/visit', code: 'unknown_filter_value' }]],
       ['site=03', [{ pointer: '/query/site', code: 'unknown_filter_value' }]],
     ];

@@ -9,6 +9,7 @@ import knexFactory from 'knex';
 import { createApp, createServices } from '../../src/app.js';
 import { generateKeyValue } from '../../src/domain/apiKeys/keyValue.js';
 import type { PortalState } from '../../src/portal/portalState.js';
+import { capturingStderr } from '../helpers/capturingStderr.js';
 import { createStudyWorld, demoDesign, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
@@ -47,21 +48,6 @@ async function serveOver(connection: string, searchPath?: string): Promise<{ bas
       await knex.destroy();
     },
   };
-}
-
-/** Runs `task` with everything written to stderr kept instead of printed. */
-async function capturingStderr<T>(task: () => Promise<T>): Promise<{ result: T; stderr: string }> {
-  const write = process.stderr.write.bind(process.stderr);
-  let stderr = '';
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    stderr += chunk.toString();
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    return { result: await task(), stderr };
-  } finally {
-    process.stderr.write = write;
-  }
 }
 
 describe('OWASP API Security Top 10 (2023): what no other file covers', () => {

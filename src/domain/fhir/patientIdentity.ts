@@ -4,7 +4,7 @@
  * rules 1 and 5; `importFhirRecord` refusals `fhir_other_patient`, `fhir_two_patients`,
  * `fhir_identity_mismatch`).
  */
-import { DomainError } from '../errors.js';
+import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
 
@@ -65,7 +65,7 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
   const entries = toEntries(input);
   const index = indexEntries(entries);
   const patients = entries.filter((e) => e.resource.resourceType === 'Patient');
-  const fail = (code: string, reason: string) => new DomainError(code, { subject: patient.subject, reason });
+  const fail = (code: ErrorCode, reason: string) => new DomainError(code, { subject: patient.subject, reason });
 
   for (let i = 1; i < patients.length; i++) {
     if (!samePatient(patients[0], patients[i])) {

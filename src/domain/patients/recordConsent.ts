@@ -18,7 +18,7 @@ export async function recordConsent(
 ): Promise<{ subject: string; consent: 'given' | 'withdrawn'; dataUseWithdrawn: boolean }> {
   const study = await requireStudy(stores.studies, input.study);
   const patient = await stores.patients.findBySubject(study.id, input.subject);
-  if (!patient) throw new DomainError('unknown_subject', { subject: input.subject });
+  if (!patient) throw new DomainError('unknown_subject', { subject: input.subject, study: study.code, variant: 'no_key' });
   const latest = await stores.patients.latestConsent(patient.id);
   const change = input.change;
   if ('given' in change) {

@@ -1,5 +1,7 @@
+import type { Catalog } from './index.js';
+
 /** English texts, keyed by stable code. `{name}` is replaced by the parameter of that name. */
-export const en: Record<string, string> = {
+export const en: Catalog = {
   // Whole-request refusals: a title per code, and a detail that may use the error's parameters.
   'invalid_parameter.title': 'Invalid request parameter',
   'invalid_parameter.detail': 'One or more request parameters are missing or invalid.',
@@ -18,9 +20,11 @@ export const en: Record<string, string> = {
   'key_expired.title': 'API key expired',
   'key_expired.detail': 'The term of this API key is over.',
   'key_stopped.title': 'API key no longer works',
+  'key_stopped.detail': 'This API key no longer works.',
   'key_stopped.detail.maker_not_manager': 'This API key no longer works: the manager who made it is no longer a manager of the study.',
   'key_stopped.detail.maker_lost_export': 'This read key no longer works: the manager who made it may no longer export data.',
   'right_missing.title': 'Not allowed for this key',
+  'right_missing.detail': 'This API key does not have the right this call needs.',
   'right_missing.detail.read': 'This API key does not have the right to read data.',
   'right_missing.detail.write': 'This API key does not have the right to write data.',
   'right_missing.detail.enrol': 'This API key does not have the right to enrol patients.',
@@ -30,6 +34,7 @@ export const en: Record<string, string> = {
   'study_not_found.detail': 'There is no study with this code for this API key.',
   'dataset_not_found.title': 'Dataset not found',
   'dataset_not_found.detail': 'This API key can read no dataset "{name}"; listDatasets gives the names it can read.',
+  'study_not_found.detail.no_key': 'There is no study with the code "{study}".',
   'not_found.title': 'Not found',
   'not_found.detail': 'There is no such address in this API.',
   'method_not_allowed.title': 'Method not allowed',
@@ -53,6 +58,7 @@ export const en: Record<string, string> = {
   'unknown_site.detail': 'Site "{site}" is not one of the sites of this API key.',
   'unknown_subject.title': 'Unknown patient',
   'unknown_subject.detail': 'There is no patient "{subject}" at the sites of this API key.',
+  'unknown_subject.detail.no_key': 'Study {study} has no patient "{subject}".',
   'unauthorized.title': 'Not authenticated',
   'unauthorized.detail': 'This call needs a valid API key.',
   'consent_missing.title': 'No valid consent',
@@ -80,6 +86,29 @@ export const en: Record<string, string> = {
 
   // Field-level issues inside a problem or a per-record result.
   'field.required': 'A value is required.',
+  // Refusals by the contract (spec/openapi.yaml), one per JSON Schema keyword: what is accepted, and what came.
+  'field.required.named': 'A value for "{field}" is required.',
+  'field.schema.keyword': '"{field}" is not accepted by the rule "{keyword}" ({message}); received {received}.',
+  'field.enum': '"{field}" must be one of: {allowed}; received {received}.',
+  'field.const': '"{field}" must be {allowed}; received {received}.',
+  'field.type': '"{field}" must be of JSON type {type}; received {received}.',
+  'field.format': '"{field}" must be in {expected_format} format; received {received}.',
+  'field.format.example': '"{field}" must be in {expected_format} format, for example {example}; received {received}.',
+  'field.pattern': '"{field}" must match the pattern {pattern}; received {received}.',
+  'field.pattern.example': '"{field}" must match the pattern {pattern}, for example {example}; received {received}.',
+  'field.minimum': '"{field}" must be at least {limit}; received {received}.',
+  'field.maximum': '"{field}" must be at most {limit}; received {received}.',
+  'field.exclusiveMinimum': '"{field}" must be greater than {limit}; received {received}.',
+  'field.exclusiveMaximum': '"{field}" must be less than {limit}; received {received}.',
+  'field.minLength': 'The length of "{field}" must be at least {limit}; received length {count}: {received}.',
+  'field.maxLength': 'The length of "{field}" must be at most {limit}; received length {count}: {received}.',
+  'field.minItems': 'The number of items in "{field}" must be at least {limit}; received {count}.',
+  'field.maxItems': 'The number of items in "{field}" must be at most {limit}; received {count}.',
+  'field.additionalProperties': 'Unknown member "{name}"; the members are: {allowed}.',
+  'field.additionalProperties.none': 'Unknown member "{name}"; this object takes no members.',
+  'field.oneOf': '"{field}" must match exactly one of the forms it allows; received {received}.',
+  'field.anyOf': '"{field}" must match one of the forms it allows; received {received}.',
+  // A design file's problem (parseStudyDesign), already worded.
   'field.schema': '{message}',
   'field.unknown_filter_value': 'No {name} "{value}" that this API key may see.',
   'field.invalid_date': 'Not a valid date.',
@@ -95,6 +124,12 @@ export const en: Record<string, string> = {
   'field.subject_taken': 'The patient ID "{subject}" is already used in this study.',
 
   // Refusals of the command line and the portal.
+  'sign_in_failed.detail': 'The e-mail or the password is wrong, or sign-in is locked for this account after repeated failures. Try again later or ask a study manager.',
+  'import_nothing_chosen.detail': 'No value was ticked and there is no conflict to decide, so nothing was confirmed. Tick the values to save, or reject the import.',
+  'portal_forbidden.detail': 'Your roles do not give you access to this page. Ask a study manager if you need it.',
+  'csrf_failed.detail': 'The form has expired or did not come from this site, so nothing was done. Go back, reload the page and try again.',
+  'portal_not_found.detail': 'There is no such page.',
+  'portal_bad_form.detail': 'The form could not be read; nothing was done.',
   'study_exists.detail': 'A study with the code "{study}" already exists with another design.',
   'design_invalid.detail': 'The design file has {count} problem(s).',
   'invalid_email.detail': '"{email}" is not an e-mail address.',

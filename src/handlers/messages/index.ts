@@ -1,9 +1,17 @@
+import type { ErrorCode } from '../../domain/errors.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
 export type Lang = 'en' | 'ru';
 
-const catalogs: Record<Lang, Record<string, string>> = { en, ru };
+/**
+ * A language's texts by key. Every error code needs its `<code>.detail` in each language, so a code
+ * added to ErrorCode without its English and Russian text fails the build; titles, variants
+ * (`<code>.detail.<variant>`), field and record texts are further keys.
+ */
+export type Catalog = Record<`${ErrorCode}.detail`, string> & Record<string, string>;
+
+const catalogs: Record<Lang, Catalog> = { en, ru };
 
 /**
  * The language of the answer: `lang=ru|en` in the query wins, then the first of English or
@@ -29,4 +37,13 @@ export function translate(lang: Lang, key: string, params: Record<string, unknow
   return template.replace(/\{(\w+)\}/g, (whole, name: string) =>
     params[name] === undefined ? whole : Array.isArray(params[name]) ? (params[name] as unknown[]).join(', ') : String(params[name]),
   );
+}
+
+/**
+ * The detail of a refusal in `lang`. `params.variant` picks one of the code's wordings (why a key
+ * stopped; a refusal where no API key is involved), else the code's own detail.
+ */
+export function detailOf(lang: Lang, code: ErrorCode, params: Record<string, unknown>): string {
+  const variant = params.variant === undefined ? undefined : `${code}.detail.${String(params.variant)}`;
+  return translate(lang, variant !== undefined && en[variant] !== undefined ? variant : `${code}.detail`, params);
 }

@@ -1,5 +1,7 @@
+import type { Catalog } from './index.js';
+
 /** Russian texts, keyed as in `en.ts`. A missing key falls back to English. */
-export const ru: Record<string, string> = {
+export const ru: Catalog = {
   'invalid_parameter.title': 'Неверный параметр запроса',
   'invalid_parameter.detail': 'Один или несколько параметров запроса отсутствуют или неверны.',
   'invalid_after.title': 'Неверный маркер страницы',
@@ -17,9 +19,11 @@ export const ru: Record<string, string> = {
   'key_expired.title': 'Срок API-ключа истёк',
   'key_expired.detail': 'Срок действия этого API-ключа закончился.',
   'key_stopped.title': 'API-ключ больше не действует',
+  'key_stopped.detail': 'Этот API-ключ больше не действует.',
   'key_stopped.detail.maker_not_manager': 'Этот API-ключ больше не действует: создавший его менеджер больше не управляет исследованием.',
   'key_stopped.detail.maker_lost_export': 'Этот ключ чтения больше не действует: создавший его менеджер больше не может выгружать данные.',
   'right_missing.title': 'Ключу это не разрешено',
+  'right_missing.detail': 'У этого API-ключа нет права, нужного для этого вызова.',
   'right_missing.detail.read': 'У этого API-ключа нет права чтения данных.',
   'right_missing.detail.write': 'У этого API-ключа нет права записи данных.',
   'right_missing.detail.enrol': 'У этого API-ключа нет права включать пациентов.',
@@ -29,6 +33,7 @@ export const ru: Record<string, string> = {
   'study_not_found.detail': 'Для этого API-ключа нет исследования с таким кодом.',
   'dataset_not_found.title': 'Набор данных не найден',
   'dataset_not_found.detail': 'Этот API-ключ не может читать набор данных "{name}"; названия доступных наборов даёт listDatasets.',
+  'study_not_found.detail.no_key': 'Исследования с кодом "{study}" нет.',
   'not_found.title': 'Не найдено',
   'not_found.detail': 'В этом API нет такого адреса.',
   'method_not_allowed.title': 'Метод не разрешён',
@@ -52,6 +57,7 @@ export const ru: Record<string, string> = {
   'unknown_site.detail': 'Центр "{site}" не входит в центры этого API-ключа.',
   'unknown_subject.title': 'Неизвестный пациент',
   'unknown_subject.detail': 'В центрах этого API-ключа нет пациента "{subject}".',
+  'unknown_subject.detail.no_key': 'В исследовании {study} нет пациента "{subject}".',
   'unauthorized.title': 'Нет аутентификации',
   'unauthorized.detail': 'Для этого вызова нужен действующий API-ключ.',
   'consent_missing.title': 'Нет действующего согласия',
@@ -78,6 +84,29 @@ export const ru: Record<string, string> = {
   'unavailable.detail': 'База данных недоступна; повторите позже.',
 
   'field.required': 'Значение обязательно.',
+  // Отказы по контракту (spec/openapi.yaml), по ключевому слову JSON Schema: что допустимо и что получено.
+  'field.required.named': 'Значение "{field}" обязательно.',
+  'field.schema.keyword': 'Значение "{field}" не проходит правило "{keyword}" ({message}); получено {received}.',
+  'field.enum': 'Значение "{field}" должно быть одним из: {allowed}; получено {received}.',
+  'field.const': 'Значение "{field}" должно быть {allowed}; получено {received}.',
+  'field.type': 'Значение "{field}" должно иметь JSON-тип {type}; получено {received}.',
+  'field.format': 'Значение "{field}" должно быть в формате {expected_format}; получено {received}.',
+  'field.format.example': 'Значение "{field}" должно быть в формате {expected_format}, например {example}; получено {received}.',
+  'field.pattern': 'Значение "{field}" должно соответствовать шаблону {pattern}; получено {received}.',
+  'field.pattern.example': 'Значение "{field}" должно соответствовать шаблону {pattern}, например {example}; получено {received}.',
+  'field.minimum': 'Значение "{field}" должно быть не меньше {limit}; получено {received}.',
+  'field.maximum': 'Значение "{field}" должно быть не больше {limit}; получено {received}.',
+  'field.exclusiveMinimum': 'Значение "{field}" должно быть больше {limit}; получено {received}.',
+  'field.exclusiveMaximum': 'Значение "{field}" должно быть меньше {limit}; получено {received}.',
+  'field.minLength': 'Длина "{field}" должна быть не меньше {limit}; получена длина {count}: {received}.',
+  'field.maxLength': 'Длина "{field}" должна быть не больше {limit}; получена длина {count}: {received}.',
+  'field.minItems': 'Число элементов "{field}" должно быть не меньше {limit}; получено {count}.',
+  'field.maxItems': 'Число элементов "{field}" должно быть не больше {limit}; получено {count}.',
+  'field.additionalProperties': 'Неизвестное поле "{name}"; допустимые поля: {allowed}.',
+  'field.additionalProperties.none': 'Неизвестное поле "{name}"; этот объект не принимает полей.',
+  'field.oneOf': 'Значение "{field}" должно соответствовать ровно одной из допустимых форм; получено {received}.',
+  'field.anyOf': 'Значение "{field}" должно соответствовать одной из допустимых форм; получено {received}.',
+  // Ошибка файла дизайна (parseStudyDesign), уже сформулированная.
   'field.schema': '{message}',
   'field.unknown_filter_value': 'Нет значения {name} "{value}", доступного этому API-ключу.',
   'field.invalid_date': 'Неверная дата.',
@@ -93,6 +122,12 @@ export const ru: Record<string, string> = {
   'field.subject_taken': 'Номер пациента "{subject}" уже используется в этом исследовании.',
 
   // Отказы командной строки и портала.
+  'sign_in_failed.detail': 'Неверный адрес или пароль, либо вход в эту учётную запись заблокирован после нескольких неудачных попыток. Повторите позже или обратитесь к менеджеру исследования.',
+  'import_nothing_chosen.detail': 'Не отмечено ни одного значения и нет расхождений для решения, поэтому ничего не подтверждено. Отметьте значения для сохранения или отклоните импорт.',
+  'portal_forbidden.detail': 'Ваши роли не дают доступа к этой странице. Если он нужен, обратитесь к менеджеру исследования.',
+  'csrf_failed.detail': 'Форма устарела или отправлена не с этого сайта, поэтому ничего не сделано. Вернитесь, обновите страницу и повторите.',
+  'portal_not_found.detail': 'Такой страницы нет.',
+  'portal_bad_form.detail': 'Форму не удалось прочитать; ничего не сделано.',
   'study_exists.detail': 'Исследование с кодом "{study}" уже существует с другим дизайном.',
   'design_invalid.detail': 'В файле дизайна ошибок: {count}.',
   'invalid_email.detail': '"{email}" — не адрес электронной почты.',

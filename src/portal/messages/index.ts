@@ -1,4 +1,5 @@
-import { translate, type Lang } from '../../handlers/messages/index.js';
+import type { ErrorCode } from '../../domain/errors.js';
+import { detailOf, translate, type Lang } from '../../handlers/messages/index.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
@@ -22,9 +23,9 @@ export function errorTitle(lang: Lang, code: string): string {
   return shared === `${code}.title` ? portalText(lang, 'error.refused.title') : shared;
 }
 
-/** The explanation on an error page: the portal's own wording, else the domain's refusal text. */
-export function errorDetail(lang: Lang, code: string, params: Record<string, unknown>): string {
-  return portalText(lang, en[`error.${code}.detail`] !== undefined ? `error.${code}.detail` : `${code}.detail`, params);
+/** The explanation on an error page: the portal's own wording, else the domain's refusal text, as the API and the command line give it. */
+export function errorDetail(lang: Lang, code: ErrorCode, params: Record<string, unknown>): string {
+  return en[`error.${code}.detail`] !== undefined ? portalText(lang, `error.${code}.detail`, params) : detailOf(lang, code, params);
 }
 
 export const PORTAL_CATALOGS = catalogs;

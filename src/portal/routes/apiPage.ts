@@ -4,11 +4,10 @@ import { createApiKey, KEY_TERMS } from '../../domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../../domain/apiKeys/listApiKeys.js';
 import { listReads } from '../../domain/apiKeys/listReads.js';
 import { revokeApiKey } from '../../domain/apiKeys/revokeApiKey.js';
-import { isDomainError } from '../../domain/errors.js';
 import { requireManager, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { changeStudySettings } from '../../domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../db/stores.js';
-import { statusOf } from '../../handlers/problem.js';
+import { isRefusal, statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';
@@ -76,7 +75,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
       // The value is on this one page and nowhere else: it is not stored, and the page is not cached (Cache-Control: no-store).
       renderPage(ctx, 'keyCreated', { title: 'keyCreated.title', study: access.study, access, made, name: form.name.trim() }, 201);
     } catch (error) {
-      if (!isDomainError(error) || statusOf(error.code) >= 500) throw error;
+      if (!isRefusal(error)) throw error;
       await showPage(ctx, access, { form, error: errorDetail(ctx.state.lang, error.code, error.params) }, statusOf(error.code));
     }
   });

@@ -1,10 +1,10 @@
 import type Router from '@koa/router';
-import { DomainError, isDomainError } from '../../domain/errors.js';
+import { DomainError } from '../../domain/errors.js';
 import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/reviewImport.js';
 import { importReview, type ImportReview } from '../../domain/patients/importReview.js';
 import { staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
-import { statusOf } from '../../handlers/problem.js';
+import { isRefusal, statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
@@ -73,7 +73,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
       });
     } catch (error) {
       // A refusal the person can act on comes back on the page itself, with what they chose still chosen.
-      if (!isDomainError(error) || statusOf(error.code) >= 500 || error.code === 'portal_forbidden' || error.code === 'import_decision_not_allowed') throw error;
+      if (!isRefusal(error) || error.code === 'portal_forbidden' || error.code === 'import_decision_not_allowed') throw error;
       await showPage(ctx, access, error, statusOf(error.code));
       return;
     }
