@@ -22,26 +22,28 @@ function log(level: 'info' | 'error', message: string, study?: string): void {
 }
 
 /**
- * The service's checkpoints: every `auditCheckpointMinutes`, each study whose chain moved gets one.
- * Several service processes may run it: the checkpoint lock makes the later ones find the head
- * unchanged. A broken trail is logged as an error every round and never signed. Returns a stop function.
+ * One round of the service's checkpoints: each study whose chain moved gets one. Several service
+ * processes may run it at once: the checkpoint lock makes the later ones find the head unchanged.
+ * A broken trail is logged as an error and never signed; one study's failure does not stop the others.
  */
+export async function checkpointEveryStudy(knex: Knex, checkpoints: CheckpointStore): Promise<void> {
+  for (const study of await listStudyCodes(knex)) {
+    const outcome = await checkpointStudy(knex, checkpoints, study).catch((error: Error) => {
+      log('error', error.message, study);
+      return undefined;
+    });
+    if (outcome?.written === false && outcome.reason === 'broken') log('error', `audit trail not checkpointed: ${describeVerdict(outcome.verdict)}`, study);
+  }
+}
+
+/** Runs checkpointEveryStudy every `auditCheckpointMinutes`; returns a stop function. */
 export function scheduleAuditCheckpoints(config: Config, knex: Knex): () => void {
   if (config.auditCheckpointMinutes === undefined) return () => undefined;
   const checkpoints = configuredCheckpoints(config);
   let running: Promise<void> | undefined;
-  const round = async () => {
-    for (const study of await listStudyCodes(knex)) {
-      const outcome = await checkpointStudy(knex, checkpoints, study).catch((error: Error) => {
-        log('error', error.message, study);
-        return undefined;
-      });
-      if (outcome?.written === false && outcome.reason === 'broken') log('error', `audit trail not checkpointed: ${describeVerdict(outcome.verdict)}`, study);
-    }
-  };
   const timer = setInterval(() => {
     // A round still running (a slow database) is not doubled up.
-    running ??= round().catch((error: Error) => log('error', error.message)).finally(() => { running = undefined; });
+    running ??= checkpointEveryStudy(knex, checkpoints).catch((error: Error) => log('error', error.message)).finally(() => { running = undefined; });
   }, config.auditCheckpointMinutes * 60_000);
   timer.unref();
   return () => clearInterval(timer);

@@ -57,7 +57,7 @@ export function judgeTrail(chain: Parameters<typeof verifyChain>[0], stored: Sto
   return problem ? { ok: false, rows: verdict.rows, checkpoint: stored.checkpoint, ...problem } : { ...verdict, checkpoint: stored.checkpoint };
 }
 
-/** One English line naming what a verdict found missing or wrong, for people reading the command's output. */
+/** One English line naming (ids are audit row ids; other numbers are positions in the study's chain, from 1) what a verdict found missing or wrong, for people reading the command's output. */
 export function describeVerdict(verdict: AuditVerdict): string {
   if (verdict.ok) {
     return verdict.checkpoint
@@ -65,8 +65,8 @@ export function describeVerdict(verdict: AuditVerdict): string {
       : `${verdict.rows} rows chained; no checkpoint yet, so rows removed from the end would go unseen (run sdx audit checkpoint)`;
   }
   switch (verdict.problem) {
-    case 'altered': return `row ${verdict.id} was altered`;
-    case 'missing_before': return `rows are missing before row ${verdict.id}`;
+    case 'altered': return `the audit row of id ${verdict.id} was altered`;
+    case 'missing_before': return `rows are missing before the audit row of id ${verdict.id}`;
     case 'missing_after_checkpoint': return `missing rows ${verdict.missingFrom}..${verdict.missingTo} after checkpoint of ${verdict.checkpointAt}`;
     case 'diverged_from_checkpoint': return `row ${verdict.row} is not the row the checkpoint of ${verdict.checkpointAt} signed: the trail was cut and written on`;
     case 'checkpoint_signature_invalid': return `the checkpoint of ${verdict.checkpointAt} does not carry a valid signature of this service's key`;

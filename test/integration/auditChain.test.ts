@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { checkpointFiles, loadSigningKey } from '../../src/auditCheckpointFiles.js';
+import { checkpointEveryStudy } from '../../src/auditCheckpointSchedule.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
@@ -151,6 +153,18 @@ describe('the tamper-evident audit trail', () => {
       // An attacker lowers the signed row count to match a trail they shortened.
       fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(`"rows":${ids.length}`, `"rows":${ids.length - 1}`));
       expect(await sdxVerify('FORGED')).to.include({ ok: false, problem: 'checkpoint_signature_invalid', exit: 3 });
+    });
+
+    it('lets several service processes run the scheduled round at once: one checkpoint per moved study, none for one unchanged', async () => {
+      await auditedStudy(db, 'BUSY');
+      const checkpoints = checkpointFiles(checkpointEnv.AUDIT_CHECKPOINT_DIR, loadSigningKey(checkpointEnv.AUDIT_SIGNING_KEY_FILE));
+      const lines = (code: string) => fs.readFileSync(path.join(checkpointEnv.AUDIT_CHECKPOINT_DIR, `${code}.jsonl`), 'utf8').trim().split('\n').length;
+      await Promise.all([checkpointEveryStudy(db.knex, checkpoints), checkpointEveryStudy(db.knex, checkpoints), checkpointEveryStudy(db.knex, checkpoints)]);
+      expect(lines('BUSY')).to.equal(1);
+      expect(lines('CALM')).to.equal(1);
+      // The broken trails of this file's other tests are never signed.
+      expect(lines('NEWEST')).to.equal(1);
+      expect(await sdxVerify('BUSY')).to.include({ ok: true, exit: 0 });
     });
 
     it('catches a TRUNCATE of the whole audit table', async () => {
