@@ -22,6 +22,7 @@ import { loadStudy } from '../src/domain/studies/loadStudy.js';
 import { changeStudySettings } from '../src/domain/studies/studySettings.js';
 import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
+import { backupDatabase, restoreDatabase } from '../src/db/backup.js';
 import { openDatabase, type Database } from '../src/db/knex.js';
 import { migrateToLatest } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
@@ -44,12 +45,12 @@ function print(result: Output, json: boolean): void {
   }
 }
 
-/** Opens the database, brings the schema up to date, runs one command and prints its result. */
-async function run(json: boolean, command: (db: Database) => Promise<Output>): Promise<void> {
+/** Opens the database, brings the schema up to date (unless the command does), runs one command and prints its result. */
+async function run(json: boolean, command: (db: Database) => Promise<Output>, { migrate = true } = {}): Promise<void> {
   let db: Database | undefined;
   try {
     db = await openDatabase(loadConfig(), 2);
-    await migrateToLatest(db.knex);
+    if (migrate) await migrateToLatest(db.knex);
     print(await command(db), json);
   } catch (error) {
     printFailure(error, json);
@@ -217,6 +218,19 @@ audit.command('checkpoint').description('sign the audit chain head of a study (r
     process.exitCode = 3;
     return { written: false, reason: 'broken', ...verdictOutput(o.study, outcome.verdict) };
   }));
+
+program.command('backup <file>').description('write a consistent backup of the whole database to a new file, while the service runs')
+  .addOption(jsonOption)
+  .action((file: string, o) => run(o.json, async (db) => {
+    const backup = await backupDatabase(db.url, file);
+    return { file, taken_at: backup.takenAt, migration: backup.migrations.at(-1), rows: backup.rows };
+  }));
+program.command('restore <file>').description('load a backup into a database without data (a new data folder, or an empty database)')
+  .addOption(jsonOption)
+  .action((file: string, o) => run(o.json, async (db) => {
+    const restored = await restoreDatabase(db.knex, db.url, file);
+    return { file, rows: restored.rows, migrated_after: restored.migrated };
+  }, { migrate: false }));
 
 const key = program.command('key').description('API keys');
 key.command('create <study>').description('make an API key; its value is shown once')
