@@ -210,10 +210,12 @@ audit.command('verify').description('check a study\'s audit hash chain, and that
     return verdictOutput(o.study, verdict);
   }));
 audit.command('checkpoint').description('sign the audit chain head of a study (rows, last hash, time) into the checkpoint folder')
-  .requiredOption('--study <code>').addOption(jsonOption)
+  .requiredOption('--study <code>')
+  .option('--accept-loss <reason>', 'after a restore: re-anchor a whole chain that lost rows after its last checkpoint, saying why')
+  .addOption(jsonOption)
   .action((o) => run(o.json, async (db) => {
-    const outcome = await checkpointStudy(db.knex, configuredCheckpoints(loadConfig()), o.study);
-    if (outcome.written) return { study: o.study, written: true, rows: outcome.rows, at: outcome.at };
+    const outcome = await checkpointStudy(db.knex, configuredCheckpoints(loadConfig()), o.study, o.acceptLoss);
+    if (outcome.written) return { study: o.study, written: true, rows: outcome.rows, at: outcome.at, accepted: outcome.accepted };
     if (outcome.reason !== 'broken') return { study: o.study, written: false, reason: outcome.reason, rows: outcome.rows };
     process.exitCode = 3;
     return { written: false, reason: 'broken', ...verdictOutput(o.study, outcome.verdict) };

@@ -25,7 +25,7 @@ export function loadSigningKey(file: string): KeyObject {
 
 /** The fields a signature covers, in a fixed order: what is signed does not depend on JSON key order. */
 function signedText(c: AuditCheckpoint, keyId: string): string {
-  return JSON.stringify([c.study, c.studyId, c.rows, c.lastId, c.lastHash, c.at, keyId]);
+  return JSON.stringify([c.study, c.studyId, c.rows, c.lastId, c.lastHash, c.at, c.accepted ?? null, keyId]);
 }
 
 /** Names the key that signed a line: a checkpoint from another key does not verify, and the id says why. */
@@ -48,7 +48,7 @@ export function checkpointFiles(dir: string, signingKey: KeyObject): CheckpointS
     },
     async append(c) {
       const signature = sign(null, Buffer.from(signedText(c, keyId)), signingKey).toString('base64');
-      const line = `${JSON.stringify({ study: c.study, study_id: c.studyId, rows: c.rows, last_id: c.lastId, last_hash: c.lastHash, at: c.at, key_id: keyId, signature })}\n`;
+      const line = `${JSON.stringify({ study: c.study, study_id: c.studyId, rows: c.rows, last_id: c.lastId, last_hash: c.lastHash, at: c.at, accepted: c.accepted, key_id: keyId, signature })}\n`;
       await fs.promises.mkdir(dir, { recursive: true });
       // One write of one line in append mode, flushed to disk before the command says it checkpointed.
       const file = await fs.promises.open(fileOf(c.study), 'a', 0o644);
@@ -71,6 +71,7 @@ function readLine(line: string, publicKey: KeyObject): StoredCheckpoint {
   }
   const checkpoint: AuditCheckpoint = {
     study: String(raw.study), studyId: Number(raw.study_id), rows: Number(raw.rows), lastId: Number(raw.last_id), lastHash: String(raw.last_hash), at: String(raw.at),
+    accepted: typeof raw.accepted === 'string' ? raw.accepted : undefined,
   };
   const signatureValid = typeof raw.signature === 'string'
     && verify(null, Buffer.from(signedText(checkpoint, String(raw.key_id))), publicKey, Buffer.from(raw.signature, 'base64'));

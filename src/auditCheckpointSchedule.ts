@@ -13,8 +13,8 @@ export function configuredCheckpoints(config: Config): CheckpointStore {
 }
 
 /** Checkpoints one study in a transaction of its own (the checkpoint lock is held to its end). */
-export function checkpointStudy(knex: Knex, checkpoints: CheckpointStore, study: string): Promise<CheckpointOutcome> {
-  return inTransaction(knex, (s) => checkpointAuditTrail(s, checkpoints, study, new Date()));
+export function checkpointStudy(knex: Knex, checkpoints: CheckpointStore, study: string, acceptLoss?: string): Promise<CheckpointOutcome> {
+  return inTransaction(knex, (s) => checkpointAuditTrail(s, checkpoints, study, new Date(), acceptLoss));
 }
 
 function log(level: 'info' | 'error', message: string, study?: string): void {

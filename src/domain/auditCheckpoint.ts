@@ -13,6 +13,11 @@ export interface AuditCheckpoint {
   lastHash: string;
   /** ISO time the checkpoint was taken. */
   at: string;
+  /**
+   * Set when an operator re-anchored a trail that no longer matched the checkpoint before (rows lost to
+   * a restore): what they found and why they accepted it. The earlier checkpoints stay in the file.
+   */
+  accepted?: string;
 }
 
 /** The latest checkpoint as read back, with whether its signature holds under the service's key. */

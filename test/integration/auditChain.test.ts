@@ -20,8 +20,8 @@ const run = promisify(execFile);
 const checkpointHome = fs.mkdtempSync(path.join(os.tmpdir(), 'sdx-audit-'));
 const checkpointEnv = { AUDIT_CHECKPOINT_DIR: path.join(checkpointHome, 'checkpoints'), AUDIT_SIGNING_KEY_FILE: path.join(checkpointHome, 'keys', 'audit.pem') };
 
-async function sdxAudit(command: 'verify' | 'checkpoint', study: string): Promise<any> {
-  const result = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', 'audit', command, '--study', study, '--json'], { env: { ...process.env, ...testEnv, ...checkpointEnv } })
+async function sdxAudit(command: 'verify' | 'checkpoint', study: string, options: string[] = []): Promise<any> {
+  const result = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', 'audit', command, '--study', study, ...options, '--json'], { env: { ...process.env, ...testEnv, ...checkpointEnv } })
     .catch((e: { stdout: string; code: number }) => e);
   return { ...JSON.parse(String(result.stdout).trim()), exit: (result as { code?: number }).code ?? 0 };
 }
@@ -129,6 +129,11 @@ describe('the tamper-evident audit trail', () => {
       expect(verdict.message).to.match(new RegExp(`^missing rows ${ids.length}\\.\\.${ids.length} after checkpoint of \\d{4}-`));
       // Nor does the next checkpoint sign the shortened trail.
       expect(await sdxAudit('checkpoint', 'NEWEST')).to.include({ written: false, reason: 'broken', problem: 'missing_after_checkpoint', exit: 3 });
+      // Unless an operator accepts the loss (after a restore), saying why: the new checkpoint carries it.
+      const accepted = await sdxAudit('checkpoint', 'NEWEST', ['--accept-loss', 'restored from the backup of 02:00']);
+      expect(accepted).to.include({ written: true, rows: ids.length - 1, exit: 0 });
+      expect(accepted.accepted).to.match(new RegExp(`^missing rows ${ids.length}\\.\\.${ids.length} after checkpoint of .*; accepted: restored from the backup of 02:00$`));
+      expect(await sdxVerify('NEWEST')).to.include({ ok: true, rows: ids.length - 1, exit: 0 });
     });
 
     it('catches rows deleted from the end and written on after, where the chain is whole again', async () => {
@@ -144,6 +149,8 @@ describe('the tamper-evident audit trail', () => {
       expect(await sdxAudit('checkpoint', 'MIDDLE')).to.include({ written: true, exit: 0 });
       await tamper(db, 'delete from audit_events where id = ?', [ids[2]]);
       expect(await sdxVerify('MIDDLE')).to.include({ ok: false, first_bad_row: ids[3], problem: 'missing_before', exit: 3 });
+      // A chain broken inside is never re-anchored, whatever the reason given.
+      expect(await sdxAudit('checkpoint', 'MIDDLE', ['--accept-loss', 'please'])).to.include({ written: false, reason: 'broken', problem: 'missing_before', exit: 3 });
     });
 
     it('refuses a checkpoint whose signature does not hold', async () => {
@@ -163,7 +170,8 @@ describe('the tamper-evident audit trail', () => {
       expect(lines('BUSY')).to.equal(1);
       expect(lines('CALM')).to.equal(1);
       // The broken trails of this file's other tests are never signed.
-      expect(lines('NEWEST')).to.equal(1);
+      expect(lines('MIDDLE')).to.equal(1);
+      expect(lines('REWRITE')).to.equal(1);
       expect(await sdxVerify('BUSY')).to.include({ ok: true, exit: 0 });
     });
 
