@@ -6,7 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { checkpointStudy, configuredCheckpoints } from '../src/auditCheckpointSchedule.js';
 import { loadConfig } from '../src/config.js';
+import { describeVerdict, type AuditVerdict } from '../src/domain/auditCheckpoint.js';
 import type { Actor } from '../src/domain/actor.js';
 import { createApiKey, KEY_TERMS } from '../src/domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../src/domain/apiKeys/listApiKeys.js';
@@ -20,6 +22,7 @@ import { loadStudy } from '../src/domain/studies/loadStudy.js';
 import { changeStudySettings } from '../src/domain/studies/studySettings.js';
 import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
+import { backupDatabase, restoreDatabase } from '../src/db/backup.js';
 import { openDatabase, type Database } from '../src/db/knex.js';
 import { migrateToLatest } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
@@ -41,12 +44,12 @@ function print(result: Output, json: boolean): void {
   process.stdout.write(plainText(result));
 }
 
-/** Opens the database, brings the schema up to date, runs one command and prints its result. */
-async function run(json: boolean, command: (db: Database) => Promise<Output>): Promise<void> {
+/** Opens the database, brings the schema up to date (unless the command does), runs one command and prints its result. */
+async function run(json: boolean, command: (db: Database) => Promise<Output>, { migrate = true } = {}): Promise<void> {
   let db: Database | undefined;
   try {
     db = await openDatabase(loadConfig(), 2);
-    await migrateToLatest(db.knex);
+    if (migrate) await migrateToLatest(db.knex);
     print(await command(db), json);
   } catch (error) {
     printFailure(error, json);
@@ -199,15 +202,49 @@ program.command('demo').description('load the demo study with a manager and site
     };
   }));
 
-program.command('audit').description('the audit trail').command('verify').description('check the hash chain of a study\'s audit trail')
+/** A verdict as the audit commands print it: the chain's first bad row, or what the checkpoint finds missing, in words too. */
+function verdictOutput(code: string, verdict: AuditVerdict): Output {
+  const checkpoint = verdict.checkpoint ? { rows: verdict.checkpoint.rows, at: verdict.checkpoint.at } : null;
+  const found = verdict.ok
+    ? { ok: true }
+    : 'id' in verdict
+      ? { ok: false, first_bad_row: verdict.id, problem: verdict.problem }
+      : { ok: false, problem: verdict.problem, ...(verdict.problem === 'missing_after_checkpoint' ? { missing_rows: { from: verdict.missingFrom, to: verdict.missingTo } } : {}) };
+  return { study: code, ...found, rows: verdict.rows, checkpoint, message: describeVerdict(verdict) };
+}
+
+const audit = program.command('audit').description('the audit trail');
+audit.command('verify').description('check a study\'s audit hash chain, and that it still holds every row of its latest signed checkpoint')
   .requiredOption('--study <code>').addOption(jsonOption)
   .action((o) => run(o.json, async (db) => {
-    const verdict = await verifyAuditTrail(createStores(db.knex), o.study);
+    const verdict = await verifyAuditTrail(createStores(db.knex), o.study, configuredCheckpoints(loadConfig()));
     if (!verdict.ok) process.exitCode = 3;
-    return verdict.ok
-      ? { study: o.study, ok: true, rows: verdict.rows }
-      : { study: o.study, ok: false, rows: verdict.rows, first_bad_row: verdict.id, problem: verdict.problem };
+    return verdictOutput(o.study, verdict);
   }));
+audit.command('checkpoint').description('sign the audit chain head of a study (rows, last hash, time) into the checkpoint folder')
+  .requiredOption('--study <code>')
+  .option('--accept-loss <reason>', 'after a restore: re-anchor a whole chain that lost rows after its last checkpoint, saying why')
+  .addOption(jsonOption)
+  .action((o) => run(o.json, async (db) => {
+    const outcome = await checkpointStudy(db.knex, configuredCheckpoints(loadConfig()), o.study, o.acceptLoss);
+    if (outcome.written) return { study: o.study, written: true, rows: outcome.rows, at: outcome.at, accepted: outcome.accepted };
+    if (outcome.reason !== 'broken') return { study: o.study, written: false, reason: outcome.reason, rows: outcome.rows };
+    process.exitCode = 3;
+    return { written: false, reason: 'broken', ...verdictOutput(o.study, outcome.verdict) };
+  }));
+
+program.command('backup <file>').description('write a consistent backup of the whole database to a new file, while the service runs')
+  .addOption(jsonOption)
+  .action((file: string, o) => run(o.json, async (db) => {
+    const backup = await backupDatabase(db.url, file);
+    return { file, taken_at: backup.takenAt, migration: backup.migrations.at(-1), rows: backup.rows };
+  }));
+program.command('restore <file>').description('load a backup into a database without data (a new data folder, or an empty database)')
+  .addOption(jsonOption)
+  .action((file: string, o) => run(o.json, async (db) => {
+    const restored = await restoreDatabase(db.knex, db.url, file);
+    return { file, rows: restored.rows, migrated_after: restored.migrated };
+  }, { migrate: false }));
 
 const key = program.command('key').description('API keys');
 key.command('create <study>').description('make an API key; its value is shown once')

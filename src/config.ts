@@ -33,6 +33,12 @@ export interface Config {
   dbAcquireTimeoutMs: number;
   /** A session left inside a transaction without a statement this long is ended by PostgreSQL, freeing its locks. */
   dbIdleInTransactionTimeoutMs: number;
+  /** Folder of the signed audit checkpoints, one append-only file per study: outside the database on purpose. */
+  auditCheckpointDir: string;
+  /** Ed25519 private key that signs the checkpoints (created 0600 on first use). */
+  auditSigningKeyFile: string;
+  /** Minutes between the service's checkpoints of every study; undefined when switched off. */
+  auditCheckpointMinutes: number | undefined;
 }
 
 function integer(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -53,11 +59,12 @@ function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean
 /** Reads the configuration from the environment; throws at start-up on a malformed value. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer('PORT', 8080, env);
+  const dataDir = path.resolve(env.DATA_DIR || 'data');
   return {
     port,
     baseUrl: (env.BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: path.resolve(env.DATA_DIR || 'data'),
+    dataDir,
     embeddedPgPort: integer('EMBEDDED_PG_PORT', 54329, env),
     embeddedDatabase: env.EMBEDDED_PG_DATABASE || 'sdx',
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, env),
@@ -67,5 +74,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbConnectTimeoutMs: integer('DB_CONNECT_TIMEOUT_MS', 3_000, env),
     dbAcquireTimeoutMs: integer('DB_ACQUIRE_TIMEOUT_MS', 10_000, env),
     dbIdleInTransactionTimeoutMs: integer('DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, env),
+    auditCheckpointDir: path.resolve(env.AUDIT_CHECKPOINT_DIR || path.join(dataDir, 'audit-checkpoints')),
+    auditSigningKeyFile: path.resolve(env.AUDIT_SIGNING_KEY_FILE || path.join(dataDir, 'audit-signing-key.pem')),
+    auditCheckpointMinutes: env.AUDIT_CHECKPOINT_MINUTES === 'off' ? undefined : integer('AUDIT_CHECKPOINT_MINUTES', 10, env),
   };
 }

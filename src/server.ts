@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { createApp, createServices } from './app.js';
+import { scheduleAuditCheckpoints } from './auditCheckpointSchedule.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/knex.js';
 import { migrateToLatest } from './db/migrator.js';
@@ -19,12 +20,14 @@ export async function startServer(): Promise<Server> {
   prepareR4Validator();
   const app = await createApp(createServices(config, db));
   const server = listen(app, config, config.port);
+  const stopCheckpoints = scheduleAuditCheckpoints(config, db.knex);
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    stopCheckpoints();
     server.close(async () => {
       await db.close();
       process.exit(0);

@@ -6,6 +6,10 @@ import { beforeCommit, withTransaction } from './transaction.js';
 
 export const TABLE = 'audit_events';
 
+/** Advisory lock keys (with the study id): appending to a study's chain, and checkpointing it. */
+const APPEND_LOCK = 0x5d_a0d17;
+const CHECKPOINT_LOCK = 0x5d_a0d18;
+
 /**
  * The audit trail. Entries are buffered during a use case and appended as its transaction's last
  * step (see beforeCommit), under a per-study advisory lock that the commit right after releases:
@@ -20,7 +24,7 @@ export function auditStore(db: Knex): AuditStore {
     for (const studyId of [...new Set(entries.map((e) => e.studyId))].sort((a, b) => a - b)) {
       // The transaction's time (now() does not move within it) comes with the lock: a round trip fewer per write.
       // The last hash cannot come with it: this statement's snapshot is older than the lock it waits for.
-      const { rows: [{ now }] } = await trx.raw('select now() as now, pg_advisory_xact_lock(?, ?)', [0x5d_a0d17, studyId]);
+      const { rows: [{ now }] } = await trx.raw('select now() as now, pg_advisory_xact_lock(?, ?)', [APPEND_LOCK, studyId]);
       // Millisecond precision, so the time hashed is exactly the time stored and read back.
       const at = (transactionTime ??= new Date(now).toISOString());
       const last = await trx(TABLE).where({ study_id: studyId }).orderBy('id', 'desc').first('hash');
@@ -56,6 +60,9 @@ export function auditStore(db: Knex): AuditStore {
       }
     },
     chain: (studyId) => chainRows(db, studyId),
+    async lockCheckpoints(studyId) {
+      await db.raw('select pg_advisory_xact_lock(?, ?)', [CHECKPOINT_LOCK, studyId]);
+    },
   };
 }
 

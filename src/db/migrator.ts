@@ -28,3 +28,20 @@ export async function migrateToLatest(knex: Knex): Promise<string[]> {
   const [, applied] = await knex.migrate.latest({ migrationSource });
   return applied as string[];
 }
+
+/**
+ * Brings an empty database's schema to exactly the given migrations (a backup's), so its rows fit;
+ * refuses migrations this version does not know, and a database already past them.
+ */
+export async function migrateThrough(knex: Knex, names: string[]): Promise<void> {
+  const known = await migrationSource.getMigrations([]);
+  const unknown = names.filter((name) => !known.some((m) => m.name === name));
+  if (unknown.length > 0) throw new Error(`the backup has migrations this version of sdx does not know (${unknown.join(', ')}): restore it with a version at least as new`);
+  const applied = (await knex.schema.hasTable('knex_migrations')) ? await knex('knex_migrations').pluck('name') : [];
+  const beyond = applied.filter((name: string) => !names.includes(name));
+  if (beyond.length > 0) throw new Error(`the database's schema is newer than the backup's (${beyond.join(', ')}): restore into a new, empty database`);
+  const wanted = new Set(names);
+  await knex.migrate.latest({
+    migrationSource: { ...migrationSource, getMigrations: async (loaders) => (await migrationSource.getMigrations(loaders)).filter((m) => wanted.has(m.name)) },
+  });
+}

@@ -111,3 +111,8 @@ export function studyStore(db: Knex): StudyStore {
     },
   };
 }
+
+/** Every study's code, for jobs that visit each study (the audit checkpoints). */
+export async function listStudyCodes(db: Knex): Promise<string[]> {
+  return db(TABLE).orderBy('code').pluck('code');
+}

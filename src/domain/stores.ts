@@ -93,6 +93,8 @@ export interface AuditStore {
   append(entries: AuditEntry[]): Promise<void>;
   /** A study's audit rows in id order with their chain links, for verification. */
   chain(studyId: number): Promise<(ChainedContent & { id: number; prevHash: string | null; hash: string | null })[]>;
+  /** Takes the study's checkpoint lock to the end of the transaction: one process checkpoints a study at a time. */
+  lockCheckpoints(studyId: number): Promise<void>;
 }
 
 export interface ApiKeyRow {

@@ -1,9 +1,17 @@
-import { verifyChain, type ChainVerdict } from '../auditChain.js';
+import { judgeTrail, type AuditVerdict, type CheckpointStore } from '../auditCheckpoint.js';
 import type { AuditStore, StudyStore } from '../stores.js';
 import { requireStudy } from './requireStudy.js';
 
-/** Checks a study's audit trail end to end and names the first row that was altered or follows a removed one. */
-export async function verifyAuditTrail(stores: { studies: StudyStore; audit: AuditStore }, studyCode: string): Promise<ChainVerdict> {
+/**
+ * Checks a study's audit trail end to end and names the first row that was altered or follows a
+ * removed one; given the checkpoints, also rows removed from the end (truncation included), which
+ * the chain alone cannot show.
+ */
+export async function verifyAuditTrail(
+  stores: { studies: StudyStore; audit: AuditStore },
+  studyCode: string,
+  checkpoints?: CheckpointStore,
+): Promise<AuditVerdict> {
   const study = await requireStudy(stores.studies, studyCode);
-  return verifyChain(await stores.audit.chain(study.id));
+  return judgeTrail(await stores.audit.chain(study.id), await checkpoints?.latest(study.code));
 }
