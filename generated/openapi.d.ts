@@ -757,6 +757,8 @@ export interface components {
             chosen_by: ("nearest" | "first" | "last" | "min" | "max") | null;
             /** @description The observations that competed for the place, this one included. Empty when there was no competition. */
             candidates: components["schemas"]["FhirCandidate"][];
+            /** @description Present and true when the mapping's rule could not choose between different values for the place (see `importFhirRecord`): the item is `skipped` with reason `not_chosen`, `value` is null and `candidates` lists the tied observations, for the site team to pick one on the review page. Absent otherwise. */
+            tie?: boolean;
         };
         /** @description The value and unit as the resource gives them. */
         FhirOriginalValue: {

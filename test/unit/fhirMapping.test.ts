@@ -400,7 +400,7 @@ describe('mapToEcrf', function () {
       expect(result.counts).to.deep.equal({ values: 3, conflicts: 0, same: 1, skipped: 1, saved: 0 });
     });
 
-    it('maps laboratory examples: mmol/L glucose as is, a local code and component-only eGFR have no mapping', () => {
+    it('maps laboratory examples: mmol/L glucose as is, a local code has no mapping, eGFR (MDRD variants) from components', () => {
       const entries = hl7(
         'observation-example-f001-glucose.json',
         'observation-example-f005-hemoglobin.json',
@@ -413,8 +413,9 @@ describe('mapToEcrf', function () {
         ['Observation/f001', '15074-8', 'baseline', 'glucose', '6.3', '6.3', 'mmol/L', null],
         ['Observation/f005', '718-7', 'baseline', 'hgb', '7.2', '7.2', 'g/dL', null],
         ['Observation/f204', '20005', null, null, null, '122', 'umol/L', 'no_mapping'],
-        ['Observation/f205', '48643-1', null, null, null, '>60', 'mL/min/{1.73_m2}', 'no_mapping'],
-        ['Observation/f205', '48642-3', null, null, null, '60', 'mL/min/{1.73_m2}', 'no_mapping'],
+        // 48643-1 and 48642-3 are eGFR variants the demo mapping lists; ">60" is no number.
+        ['Observation/f205', '48643-1', 'baseline', 'egfr', null, '>60', 'mL/min/{1.73_m2}', 'invalid'],
+        ['Observation/f205', '48642-3', 'baseline', 'egfr', '60', '60', 'mL/min/{1.73_m2}', null],
       ]);
       // effectivePeriod.start, in UTC.
       expect(result.items[0].effective).to.equal('2013-04-02T08:30:10Z');
@@ -423,7 +424,6 @@ describe('mapToEcrf', function () {
     it('refuses a unit in another code system and a quantity with a comparator for numeric fields', () => {
       const design = demoWith((d) => {
         d.fhir_mapping.observations.push({ codes: [{ system: 'https://intranet.aumc.nl/labtestcodes', code: '20005' }], form: 'lab_chem', field: 'creat', pick: 'nearest', molar_mass: 113.12 });
-        d.fhir_mapping.observations.push({ codes: [{ system: 'http://loinc.org', code: '48643-1' }], form: 'lab_chem', field: 'egfr', pick: 'nearest' });
       });
       const result = mapToEcrf(hl7('observation-example-f204-creatinine.json', 'observation-example-f205-egfr.json'), design, {
         enrolledOn: '2013-04-04',
@@ -432,7 +432,7 @@ describe('mapToEcrf', function () {
       expect(result.items.map((i) => [i.resource, i.field, i.reason, i.unit])).to.deep.equal([
         ['Observation/f204', 'creat', 'unit_not_convertible', 'umol/L'], // unit coded in SNOMED CT (258814008)
         ['Observation/f205', 'egfr', 'invalid', 'mL/min/{1.73_m2}'], // "> 60" cannot be written as a number
-        ['Observation/f205', null, 'no_mapping', null],
+        ['Observation/f205', 'egfr', null, 'mL/min/{1.73_m2}'], // the panel's other eGFR, 60
       ]);
     });
   });
@@ -537,6 +537,7 @@ fhir_mapping:
         ['screening', 'medications.name', 0, 'Hydrochlorothiazide 25 MG'],
         ['screening', 'medications.code', 0, '316049'],
         ['screening', 'medications.start', 0, '1934-01-13'],
+        ['screening', 'medications.ongoing', 0, 'yes'], // active, no end date
       ]);
       // Started 1993-01-01 (day 27, in the week 4 window) and 1993-01-12 (day 38, between week 4 and week 12).
       expect(ofResource(result, 'MedicationRequest/45622f4c-99be-4652-8f78-e45db28ae4f7')[0]).to.include({ visit: 'week4', row: 0 });
@@ -600,6 +601,7 @@ fhir_mapping:
         ['medications.name', 0, 'Chlorthalidone 50mg tablet (product)', null],
         ['medications.start', 0, '2015-01-15', null],
         ['medications.stop', 0, '2016-01-15', null],
+        ['medications.ongoing', 0, 'no', null],
       ]);
       // A Medication outside the file: only the reference's display.
       expect(cells('MedicationRequest/medrx002')[0]).to.deep.equal(['medications.name', 1, 'prescribed medication', null]);

@@ -20,7 +20,11 @@
  * Competing values. When several values fall on one place (same visit, form and field), the mapping's
  * `pick` chooses one; the chosen item lists all of them in `candidates` (itself first, the others in
  * time order) with `chosen_by`, and a value that was chosen nowhere gets one item skipped with reason
- * `not_chosen` and no place, as in the spec's example.
+ * `not_chosen` and no place, as in the spec's example. When the rule ranks different values equally
+ * (two creatinine results at the same instant), choosing the first in the file would decide silently
+ * what a reviewer must decide: the place is a tie, one item at the place (on the first tied value) with
+ * no value, `tie: true` and the tied values as `candidates`, skipped so that `mode=save` saves nothing
+ * for it and the review page asks the site team to pick.
  *
  * Measurement dates. A mapping with a `date_field` also fills that date field of its form with the
  * calendar day (in the sender's time zone) of the Observation chosen for its field, so that values such
@@ -104,6 +108,8 @@ interface Candidate {
   instant: number;
   order: number;
   won: boolean;
+  /** The first of the values the rule could not choose between: it carries the place's tie item. */
+  tie: boolean;
 }
 
 type Part = { kind: 'item'; item: FhirImportItem } | Candidate | { kind: 'row'; items: FhirImportItem[] };
@@ -218,6 +224,7 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
         instant,
         order: order++,
         won: false,
+        tie: false,
       };
       let place = places.get(key);
       if (!place) {
@@ -374,12 +381,29 @@ function stateOf(value: string, saved: string | null, numeric: boolean): 'new' |
   return saved === value ? 'same' : 'conflict';
 }
 
-/** Picks the place's value by the mapping's rule and sets the chosen item's state against the saved value. */
+/**
+ * Picks the place's value by the mapping's rule and sets the chosen item's state against the saved value;
+ * or, when the best-ranked values differ, makes the place a tie.
+ */
 function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
   const { candidates } = place;
   let winner = candidates[0];
   for (const candidate of candidates.slice(1)) {
     if (compareRanks(rank(candidate, place), rank(winner, place)) < 0) winner = candidate;
+  }
+  const saved = savedAt(place.slot, place.form, place.field.code);
+  const tied = candidates.filter((c) => compareRanks(rank(c, place), rank(winner, place)) === 0);
+  if (new Set(tied.map((c) => c.number ?? c.item.value)).size > 1) {
+    winner.tie = true;
+    Object.assign(winner.item, {
+      value: null,
+      saved_value: saved,
+      state: 'skipped',
+      reason: 'not_chosen',
+      tie: true,
+      candidates: tied.map((c) => ({ resource: c.item.resource, value: c.item.value ?? '', effective: c.item.effective })),
+    });
+    return;
   }
   winner.won = true;
   const item = winner.item;
@@ -388,7 +412,6 @@ function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: st
     const others = candidates.filter((c) => c !== winner).sort((a, b) => a.instant - b.instant || a.order - b.order);
     item.candidates = [winner, ...others].map((c) => ({ resource: c.item.resource, value: c.item.value ?? '', effective: c.item.effective }));
   }
-  const saved = savedAt(place.slot, place.form, place.field.code);
   item.saved_value = saved;
   item.state = stateOf(item.value ?? '', saved, place.field.type === 'integer' || place.field.type === 'decimal');
 }
@@ -404,7 +427,8 @@ function fillMeasurementDates(
 ): void {
   const groups = new Map<string, { slot: VisitSlot; form: string; field: string; winners: Candidate[] }>();
   for (const place of places) {
-    const winner = place.candidates.find((c) => c.won);
+    // A tie's values were measured at the same instant, so its first value gives the day as well.
+    const winner = place.candidates.find((c) => c.won || c.tie);
     if (!place.dateField || !winner || fieldOf(forms.get(place.form), place.dateField)?.type !== 'date') continue;
     const key = placeKey(place.slot, place.form, place.dateField);
     let group = groups.get(key);
@@ -437,9 +461,10 @@ function fillMeasurementDates(
 }
 
 /**
- * A candidate's rank under the place's rule; lower is better, and equal ranks keep the file's order.
- * `nearest` counts whole days from the visit's target day and prefers the later measurement on a tie.
- * `min` and `max` fall back to `nearest` for a field that holds no number.
+ * A candidate's rank under the place's rule; lower is better. Equal ranks with different values are a
+ * tie (see `choose`); with equal values the file's order decides, which changes nothing.
+ * `nearest` counts whole days from the visit's target day and prefers the later measurement between
+ * days equally far. `min` and `max` fall back to `nearest` for a field that holds no number.
  */
 function rank(candidate: Candidate, place: Place): number[] {
   const nearest = [Math.abs(candidate.day - place.slot.target), -candidate.instant];
@@ -487,7 +512,7 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
       const base = { ...placed.base, original };
       const place = { form, field: `${table.code}.${column}`, row: rowIndex, visit: slot.visit.code, instance: INSTANCE, unit: unitOf(columnDef) };
       const saved = match === null ? null : savedRows[match][column];
-      const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate);
+      const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate, sourceValue.mark);
       if (!converted.ok) {
         placed.part.items.push(skippedAt(base, place, converted.reason, saved));
         continue;
@@ -519,7 +544,7 @@ function finalItems(record: ValueRecord): FhirImportItem[] {
   for (const part of record.parts) {
     if (part.kind === 'item') items.push(part.item);
     else if (part.kind === 'row') items.push(...part.items);
-    else if (part.won) items.push(part.item);
+    else if (part.won || part.tie) items.push(part.item);
     else lost = true;
   }
   if (items.length > 0) return items;

@@ -416,6 +416,7 @@ const MEDICATION_COLUMN_TYPES: Record<MedicationSource, readonly FieldType[]> = 
   end: ['date', 'text'],
   dosage: ['text'],
   status: ['text', 'choice'],
+  ongoing: ['yesno'],
 };
 
 function checkFhirMapping(design: StudyDesign, forms: Map<string, FormDef>, out: FieldError[]): void {

@@ -160,7 +160,7 @@ export interface ObservationMapping {
 }
 
 export type ConditionSource = 'display' | 'code' | 'onset' | 'abatement' | 'ongoing';
-export type MedicationSource = 'display' | 'code' | 'start' | 'end' | 'dosage' | 'status';
+export type MedicationSource = 'display' | 'code' | 'start' | 'end' | 'dosage' | 'status' | 'ongoing';
 
 /** Copies each resource into one row of a table field; `columns` maps column code to source. */
 export interface TableMapping<Source extends string> {
