@@ -175,6 +175,116 @@ describe('mapToEcrf', function () {
     });
   });
 
+  describe('ties, code variants and decimals (issue 24)', () => {
+    const glucose = (id: string, value: number, effective: string): fhir4.Observation => ({
+      resourceType: 'Observation', id, status: 'final', effectiveDateTime: effective,
+      code: { coding: [{ system: 'http://loinc.org', code: '2339-0', display: 'Glucose' }] },
+      valueQuantity: { value, unit: 'mg/dL', system: 'http://unitsofmeasure.org', code: 'mg/dL' },
+    });
+    // Enrolled 2020-03-15: 2020-03-15 is day 0, baseline.
+    const context = { enrolledOn: '2020-03-15', saved: nothingSaved };
+
+    it('makes two different values at the same instant a tie: no value, both candidates, skipped so save mode saves nothing', () => {
+      const result = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T08:00:00Z')], demo, context);
+      checkResult(result);
+      const [tie, other] = result.items;
+      expect(tie).to.include({ resource: 'Observation/g1', visit: 'baseline', form: 'lab_chem', field: 'glucose', value: null, state: 'skipped', reason: 'not_chosen', tie: true, chosen_by: null });
+      expect(tie.candidates.map((c) => [c.resource, c.value])).to.deep.equal([['Observation/g1', '5.0'], ['Observation/g2', '10.0']]);
+      expect(other).to.include({ resource: 'Observation/g2', form: null, state: 'skipped', reason: 'not_chosen' });
+      expect(other).not.to.have.property('tie');
+      expect(result.counts).to.include({ values: 0, skipped: 2 });
+    });
+
+    it('is a tie for first and last at the same instant, and for date-only values on the same day', () => {
+      for (const pick of ['first', 'last'] as const) {
+        const design = demoWith((d) => { d.fhir_mapping.observations.find((m) => m.field === 'glucose')!.pick = pick; });
+        const result = mapToEcrf([glucose('g1', 90, '2020-03-15'), glucose('g2', 180, '2020-03-15')], design, context);
+        expect(result.items[0], pick).to.include({ tie: true, value: null });
+      }
+    });
+
+    it('is no tie when the values are equal, when the instants differ, or when min/max can choose', () => {
+      const equal = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 90, '2020-03-15T08:00:00Z')], demo, context);
+      expect(equal.items[0]).to.include({ resource: 'Observation/g1', value: '5.0', state: 'new', chosen_by: 'nearest' }).and.not.to.have.property('tie');
+      // Equally far from the planned day (day −1 and day 1 around baseline's day 0 would fall outside its
+      // window, so: the same day, different times): nearest takes the later measurement.
+      const times = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T09:00:00Z')], demo, context);
+      expect(times.items.find((i) => i.state === 'new')).to.include({ resource: 'Observation/g2', value: '10.0' });
+      const design = demoWith((d) => { d.fhir_mapping.observations.find((m) => m.field === 'glucose')!.pick = 'max'; });
+      const max = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T08:00:00Z')], design, context);
+      expect(max.items.find((i) => i.state === 'new')).to.include({ resource: 'Observation/g2', chosen_by: 'max' });
+    });
+
+    it('gives a tied vital sign its measurement date, so that a pick on the review page passes vsdate_with_values', () => {
+      const hr = (id: string, value: number): fhir4.Observation => ({
+        resourceType: 'Observation', id, status: 'final', effectiveDateTime: '2020-03-15T08:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
+        valueQuantity: { value, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+      });
+      const result = mapToEcrf([hr('h1', 70), hr('h2', 96)], demo, context);
+      expect(result.items.map((i) => [i.resource, i.field, i.value, i.tie ?? false])).to.deep.equal([
+        ['Observation/h1', 'hr', null, true],
+        ['Observation/h1', 'vsdate', '2020-03-15', false],
+        ['Observation/h2', null, null, false],
+      ]);
+    });
+
+    it('places haematocrit sent as 20570-8 and writes values with the field\'s decimals', () => {
+      const observation = (id: string, code: string, value: number, unit: string): fhir4.Observation => ({
+        resourceType: 'Observation', id, status: 'final', effectiveDateTime: '2020-03-15T08:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code }] },
+        valueQuantity: { value, unit, system: 'http://unitsofmeasure.org', code: unit },
+      });
+      const result = mapToEcrf([
+        observation('hct', '20570-8', 42, '%'),
+        observation('hgb', '718-7', 14, 'g/dL'),
+        observation('chol', '14647-2', 4.7, 'mmol/L'),
+      ], demo, context);
+      checkResult(result);
+      expect(result.items.map((i) => [i.resource, i.field, i.value, i.state])).to.deep.equal([
+        ['Observation/hct', 'hct', '42.0', 'new'],
+        ['Observation/hgb', 'hgb', '14.0', 'new'],
+        ['Observation/chol', 'chol', '4.70', 'new'],
+      ]);
+    });
+  });
+
+  describe('medication status: ended, ongoing, entered in error (issue 24)', () => {
+    const request = (id: string, status: fhir4.MedicationRequest['status'], validityEnd?: string): fhir4.MedicationRequest => ({
+      resourceType: 'MedicationRequest', id, status, intent: 'order', subject: { reference: 'Patient/p' }, authoredOn: '2016-05-02',
+      medicationCodeableConcept: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '834061', display: 'Penicillin V Potassium 250 MG' }] },
+      ...(validityEnd ? { dispenseRequest: { validityPeriod: { start: '2016-05-02', end: validityEnd } } } : {}),
+    });
+    const statement = (id: string, status: fhir4.MedicationStatement['status'], end?: string): fhir4.MedicationStatement => ({
+      resourceType: 'MedicationStatement', id, status, subject: { reference: 'Patient/p' },
+      medicationCodeableConcept: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '197361', display: 'Amlodipine 5 MG' }] },
+      effectivePeriod: { start: '2017-01-10', ...(end ? { end } : {}) },
+    });
+    const cells = (result: MappingResult, resource: string) =>
+      ofResource(result, resource).filter((i) => i.field === 'medications.stop' || i.field === 'medications.ongoing').map((i) => [i.field, i.value]);
+
+    it('marks the stop date UNK for a stopped or completed medication without an end, and keeps an active one open', () => {
+      const result = mapToEcrf([
+        request('stopped', 'stopped'),
+        request('completed', 'completed', '2016-05-12'),
+        request('active', 'active'),
+        statement('taken-until', 'completed'),
+        statement('stopped-at', 'stopped', '2017-03-01'),
+        request('error', 'entered-in-error'),
+        statement('error2', 'entered-in-error'),
+      ], demo, { enrolledOn: '2018-04-01', saved: nothingSaved });
+      checkResult(result);
+      expect(cells(result, 'MedicationRequest/stopped')).to.deep.equal([['medications.stop', 'UNK'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationRequest/completed')).to.deep.equal([['medications.stop', '2016-05-12'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationRequest/active')).to.deep.equal([['medications.ongoing', 'yes']]);
+      expect(cells(result, 'MedicationStatement/taken-until')).to.deep.equal([['medications.stop', 'UNK'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationStatement/stopped-at')).to.deep.equal([['medications.stop', '2017-03-01'], ['medications.ongoing', 'no']]);
+      expect(ofResource(result, 'MedicationRequest/error')).to.deep.equal([]);
+      expect(ofResource(result, 'MedicationStatement/error2')).to.deep.equal([]);
+      expect(result.items.filter((i) => i.field === 'medications.stop').every((i) => i.state === 'new' && i.visit === 'screening')).to.equal(true);
+    });
+  });
+
   describe('pick rules (Stewart Stanton enrolled 1967-02-11: creatinine on 1967-01-23, day −19, and 01-28, day −14, both in screening)', () => {
     const early = 'Observation/c0b63ac8-94c6-4620-a5ea-67dac09527b3'; // 2.550326777314372 mg/dL → 225 µmol/L
     const late = 'Observation/25d69710-5f56-4e7c-ac5c-e9cf96f85aa4'; // 1.5926808075595946 mg/dL → 141 µmol/L

@@ -68,7 +68,8 @@ export async function importFhirRecord(
     });
   }
   const counts: FhirImportCounts = countItems(items);
-  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict');
+  // A tie is skipped, so save mode saved nothing for it, but it waits for the site team's pick.
+  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict' || i.tie === true);
   const status = input.mode === 'save' && !awaitingReview ? 'saved' : 'proposed';
   const number = await stores.fhirImports.nextNumber(patient.id);
   const id = await stores.fhirImports.insert(
