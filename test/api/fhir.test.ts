@@ -124,7 +124,7 @@ describe('importFhirRecord', function () {
       const res = await reviewCase(CASES.find((c) => c.file === FLETCHER)!);
       const byField = (visit: string, field: string) => res.body.items.find((i: Item) => i.visit === visit && i.field === field && i.state === 'new');
       // Synthea gives laboratory values in mg/dL; the demo's fields are in mmol/L and µmol/L.
-      expect(byField('screening', 'glucose')).to.deep.include({ value: '4', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
+      expect(byField('screening', 'glucose')).to.deep.include({ value: '4.0', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
       expect(byField('screening', 'creat')).to.deep.include({ value: '281', unit: 'umol/L', original: { value: '3.1740908998168385', unit: 'mg/dL' } });
       expect(byField('baseline', 'sbp')).to.deep.include({ value: '181', unit: 'mm[Hg]', form: 'vs', original: { value: '181.19325249978746', unit: 'mm[Hg]' } });
       expect(byField('baseline', 'vsdate')).to.deep.include({ value: '1992-12-05', unit: null, form: 'vs' });

@@ -15,9 +15,9 @@ import { localDate } from '../../src/domain/fhir/fhirDates.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { mapToEcrf } from '../../src/domain/fhir/mapToEcrf.js';
 import { observedValues } from '../../src/domain/fhir/observationValues.js';
-import { parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
 import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.js';
 import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
+import { fhirJsonEntries } from './fhirFiles.js';
 import { CASES } from './syntheaCases.js';
 
 export const FIDELITY_TABLE = new URL('../fixtures/fhir/fidelity/demo-synthea.tsv', import.meta.url);
@@ -48,7 +48,7 @@ function observationDays(entries: FhirEntry[], design: StudyDesign): string[] {
 export function fidelityLines(design: StudyDesign = parseStudyDesign(readFileSync(new URL('../../studies/demo.yaml', import.meta.url), 'utf8'))): string[] {
   const lines: string[] = [];
   for (const file of readdirSync(SYNTHEA).filter((f) => f.endsWith('.json')).sort()) {
-    const entries = parseFhirEntries(readFileSync(new URL(file, SYNTHEA)), 'json');
+    const entries = fhirJsonEntries(readFileSync(new URL(file, SYNTHEA)));
     for (const day of observationDays(entries, design)) {
       const { items } = mapToEcrf(entries, design, { enrolledOn: day, saved: () => null });
       for (const item of items) if (item.visit === 'baseline' && item.row === null) lines.push(line(file, day, item));

@@ -9,7 +9,8 @@ import { DomainError } from '../../src/domain/errors.js';
 import type { FhirEntry } from '../../src/domain/fhir/fhirEntry.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { mapToEcrf, type MappingContext, type MappingResult } from '../../src/domain/fhir/mapToEcrf.js';
-import { parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { checkPatientIdentity } from '../../src/domain/fhir/patientIdentity.js';
 import { validateR4 } from '../../src/domain/fhir/validateR4.js';
 import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.js';
@@ -21,9 +22,9 @@ const addFormats = addFormatsModule.default;
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
-const synthea = (file: string): FhirEntry[] => parseFhirEntries(fixture(`synthea/${file}`), 'json');
+const synthea = (file: string): FhirEntry[] => fhirJsonEntries(fixture(`synthea/${file}`));
 const hl7 = (...files: string[]): FhirEntry[] =>
-  parseFhirEntries(files.map((f) => JSON.stringify(JSON.parse(fixture(`hl7-examples/${f}`).toString('utf8')))).join('\n'), 'ndjson');
+  parseNdjsonEntries(files.map((f) => JSON.stringify(JSON.parse(fixture(`hl7-examples/${f}`).toString('utf8')))).join('\n'));
 
 const DEMO_YAML = readFileSync(new URL('../../studies/demo.yaml', import.meta.url), 'utf8');
 const demo: StudyDesign = parseStudyDesign(DEMO_YAML);
@@ -743,9 +744,9 @@ fhir_mapping:
 
     it('parses, validates, checks and maps the largest fixture (3.8 MB) in well under a second', () => {
       const body = fixture('synthea/smart-fletcher-hyatt-3794kb.json');
-      validateR4(parseFhirEntries(body, 'json')); // compiled before timing
+      validateR4(fhirJsonEntries(body)); // compiled before timing
       const start = performance.now();
-      const entries = parseFhirEntries(body, 'json');
+      const entries = fhirJsonEntries(body);
       validateR4(entries);
       checkPatientIdentity(entries, { subject: '01-001', sex: 'male', birthYear: 1915 });
       const result = mapToEcrf(entries, demo, { enrolledOn: '1992-12-05', saved: nothingSaved });

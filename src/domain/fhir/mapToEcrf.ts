@@ -151,7 +151,7 @@ interface TableGroup {
 /**
  * Maps the file's values onto the eCRF.
  *
- * @param resources - the file's entries from `parseFhirEntries` (or bare resources, when no reference
+ * @param resources - the file's entries from `entriesOfJson` or `parseNdjsonEntries` (or bare resources, when no reference
  *   needs a Bundle fullUrl), already validated and identity-checked
  * @param design - the study design; pass the design as the key sees it, so that places on forms the key
  *   may not see come out as `no_mapping`
