@@ -107,6 +107,9 @@ describe('staff portal: the FHIR review page', () => {
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
     const vs = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'vs');
     expect(vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81' });
+    // Filled partly through the API, partly from FHIR: the record keeps its first source, and the audit
+    // trail below tells the FHIR values by their reason (issue 24.5).
+    expect(vs.source).to.equal('api');
     const dm = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'dm');
     expect(dm).to.include({ status: 'draft', source: 'fhir' });
     expect(dm.values).to.deep.equal({ height: '185.8' });
@@ -116,9 +119,9 @@ describe('staff portal: the FHIR review page', () => {
     const trail = await app.db.knex('audit_events').where({ patient_id: patient.id }).whereIn('action', ['record.value_changed', 'record.value_set'])
       .where('author', 'Nina Nurse').orderBy('field_code').select('action', 'reason', 'field_code', 'old_value', 'new_value');
     expect(trail).to.deep.equal([
-      { action: 'record.value_set', reason: 'Entered in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
-      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
-      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'weight', old_value: null, new_value: '81' },
+      { action: 'record.value_set', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
+      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
+      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'weight', old_value: null, new_value: '81' },
     ]);
     const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
     expect(decision.author).to.equal('Nina Nurse');

@@ -146,7 +146,7 @@ describe('confirmImport and rejectImport', function () {
     const changed = trail.filter((a) => a.action === 'record.value_changed');
     // Filling an empty field of a saved record is a change too, audited with no old value.
     expect(changed.map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([['sbp', '130', '136'], ['weight', null, '81'], ['hct', null, '35.5']]);
-    expect(changed[0]).to.include({ actor_id: people.staff01.id, author: 'staff01', reason: 'Entered in the portal' });
+    expect(changed[0]).to.include({ actor_id: people.staff01.id, author: 'staff01', reason: 'Taken from FHIR import 1, confirmed in the portal' });
     const decision = trail.find((a) => a.action === 'fhir.import_confirmed')!;
     expect(decision).to.include({ author: 'staff01', reason: 'FHIR import 1 confirmed on the patient\'s card' });
     const waiting = items.flatMap((i, n) => ((i.state === 'new' || i.state === 'conflict') && !(n in choices) && !secondCondition.includes(n) ? [n] : []));

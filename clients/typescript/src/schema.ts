@@ -623,7 +623,7 @@ export interface components {
             instance: number;
             status: components["schemas"]["RecordStatus"];
             /**
-             * @description How the record arrived: `api` through an API key, `fhir` from a FHIR import, `portal` typed in the portal. It is the source of the record's first save.
+             * @description How the record arrived: `api` through an API key, `fhir` from a FHIR import, `portal` typed in the portal. It is the source of the record's first save, and a record filled partly by hand and partly from FHIR keeps it. Which values came from FHIR is told value by value in the audit trail: each value's event carries the reason "Saved from a FHIR record sent through the API key …" (`mode=save`) or "Taken from FHIR import <n>, confirmed in the portal", where a typed value says "Entered in the portal" and an API value "Data sent through the API key …".
              * @enum {string}
              */
             source: "api" | "fhir" | "portal";

@@ -123,7 +123,9 @@ export async function confirmImport(
   const outdated = outdatedPositions(chosenItems, toSave, locked);
   if (outdated.length > 0) throw new DomainError('import_outdated', { subject: patient.subject, number: found.number, positions: outdated });
 
-  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
+  // Each value's audit event says it came from this import (issue 24.5): the record's `source` is that of
+  // its first save, so the trail is where a reader tells FHIR values from typed ones.
+  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'fhir_review', importNumber: found.number };
   const records = itemRecords(patient.subject, chosenItems, toSave, locked);
   const access = { siteIds: [...new Set(roles.flatMap((r) => r.siteIds))], unblinded: roles.some((r) => r.unblinded) };
   const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => r.input), { validateOnly: false, source: 'fhir' });
