@@ -212,6 +212,36 @@ describe('staff portal: the FHIR review page', () => {
     expect(savedRead.body.records.find((r: Item) => r.form === 'lab_chem')).to.equal(undefined);
   });
 
+  it('offers a condition begun after enrolment as an adverse-event candidate with its placement; save mode never saves it', async () => {
+    const bundle = JSON.parse(BUSTER.toString('utf8'));
+    const patientRef = bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').fullUrl;
+    bundle.entry.push({
+      fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000c1',
+      resource: {
+        resourceType: 'Condition', id: '0f1e2d3c-0000-4000-8000-0000000000c1', subject: { reference: patientRef },
+        clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }] },
+        code: { coding: [{ system: 'http://snomed.info/sct', code: '25064002', display: 'Headache (finding)' }] },
+        onsetDateTime: '2017-01-10T09:00:00+00:00', // day 13 after enrolment on 2016-12-28
+      },
+    });
+    const file = Buffer.from(JSON.stringify(bundle));
+    const { url, items } = await proposed(false, file);
+    const term = items.findIndex((i) => i.form === 'ae' && i.field === 'events.term');
+    expect(items[term]).to.include({ visit: 'week4', value: 'Headache (finding)', state: 'new', row: 0 });
+    expect(items.some((i) => i.form === 'mh' && i.value === 'Headache (finding)'), 'not medical history').to.equal(false);
+    expect(itemRow(await staff.get(url), term)).to.include('started on day 13: placed in Week 4, the next visit with this form');
+
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
+    await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2016-12-01');
+    const saved = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${enrolled.body.subject}&mode=save`, { key: world.key, raw: file, contentType: 'application/fhir+json' });
+    expect(saved.status).to.equal(201);
+    expect(saved.body.status).to.equal('proposed');
+    expect(saved.body.items.filter((i: Item) => i.form === 'ae').map((i: Item) => i.state)).to.deep.equal(['new', 'new']);
+    expect(saved.body.items.filter((i: Item) => i.form === 'mh').every((i: Item) => i.state === 'saved')).to.equal(true);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled.body.subject}`, { key: world.key });
+    expect(read.body.records.find((r: Item) => r.form === 'ae')).to.equal(undefined);
+  });
+
   it('refuses a confirmation with nothing chosen, keeping the import proposed', async () => {
     const { subject, url, items } = await proposed(false);
     expect(items.filter((i) => i.state === 'conflict')).to.deep.equal([]);

@@ -44,7 +44,7 @@ function savedFrom(values: Record<string, string>): MappingContext['saved'] {
 /** Every item of the result, and those of one resource. */
 const ofResource = (result: MappingResult, resource: string) => result.items.filter((i) => i.resource === resource);
 const place = (i: FhirImportItem) => [i.visit, i.form, i.field, i.resource, i.value];
-const isTable = (i: FhirImportItem) => i.form === 'mh' || i.form === 'cm';
+const isTable = (i: FhirImportItem) => i.row !== null;
 const UNIT: Record<string, string> = {
   sbp: 'mm[Hg]', dbp: 'mm[Hg]', hr: '/min', rr: '/min', temp: 'Cel', weight: 'kg', height: 'cm', hgb: 'g/dL', wbc: '10*3/uL',
   plt: '10*3/uL', hct: '%', glucose: 'mmol/L', creat: 'umol/L', chol: 'mmol/L', alt: 'U/L', egfr: 'mL/min/{1.73_m2}',
@@ -627,7 +627,9 @@ fhir_mapping:
       const result = mapToEcrf(entries, demo, { enrolledOn: '1992-12-05', saved: nothingSaved });
       checkResult(result);
       const mh = result.items.filter((i) => i.form === 'mh');
-      // 13 Conditions with onset before screening; the 7 that begin after it (fractures, lung cancer…) have no visit.
+      // 13 Conditions with onset before enrolment; of the 7 that begin after it, 2 (fractures on
+      // 1993-01-12, day 38, after week 4's window) are adverse-event candidates at week 12, the next visit
+      // with the ae form, and 5 (lung cancer…) begin after the last ae window.
       expect(new Set(mh.map((i) => i.row))).to.have.property('size', 13);
       expect(mh.every((i) => i.visit === 'screening' && i.instance === 1 && i.state === 'new')).to.equal(true);
       expect(ofResource(result, 'Condition/1905b4a4-66e1-4d63-afad-968ce206c983').map((i) => [i.field, i.row, i.value, i.original.value])).to.deep.equal([
@@ -637,7 +639,15 @@ fhir_mapping:
         ['conditions.ongoing', 0, 'yes', 'true'],
       ]);
       const lateConditions = result.items.filter((i) => i.resource.startsWith('Condition/') && i.reason === 'no_visit');
-      expect(lateConditions.map((i) => i.code.code)).to.deep.equal(['263102004', '443165006', '162573006', '254637007', '424132000', '10509002', '88805009']);
+      expect(lateConditions.map((i) => i.code.code)).to.deep.equal(['162573006', '254637007', '424132000', '10509002', '88805009']);
+      const candidates = result.items.filter((i) => i.resource.startsWith('Condition/') && i.form === 'ae');
+      expect(candidates.map((i) => [i.code.code, i.visit, i.field, i.row, i.value, i.state])).to.deep.equal([
+        ['263102004', 'week12', 'events.term', 0, 'Fracture subluxation of wrist', 'new'],
+        ['263102004', 'week12', 'events.onset', 0, '1993-01-12', 'new'],
+        ['443165006', 'week12', 'events.term', 1, 'Pathological fracture due to osteoporosis (disorder)', 'new'],
+        ['443165006', 'week12', 'events.onset', 1, '1993-01-12', 'new'],
+      ]);
+      expect(result.items.filter((i) => i.form === 'mh').every((i) => i.code.code !== '263102004' && i.code.code !== '443165006')).to.equal(true);
     });
 
     it('puts medications started before enrolment in screening and later ones at the next visit with the cm form', () => {

@@ -37,14 +37,18 @@
  * Table fields (conditions, medications): one row per resource and one item per filled cell, with
  * `field` = `<table>.<column>` and `row` = the row index. History from before enrolment (by onset or
  * start date) goes to the first visit having the table's form (screening in the demo study), anything
- * later to the earliest visit having the form whose window ends on or after its date, and what starts
- * after the last such window has no visit (`slotRecording` in `visitWindows.ts`). An
+ * later to the earliest visit having the form whose window ends on or after its date, not to the visit
+ * whose window holds the date (a medication started on day 51 goes to week 12 in the demo study), and
+ * what starts after the last such window has no visit (`slotRecording` in `visitWindows.ts`). A
+ * condition with onset after the enrolment day is never medical history: it goes only to its mapping's
+ * `onset_after_enrolment` table, as an adverse-event candidate that `mode=save` does not save. An
  * imported row that matches a saved row of that table (same code, else same display, ignoring case)
  * takes that row's index and is compared with it cell by cell; any other row is appended after the
  * saved rows and is `new`.
  */
 import type {
   ColumnDef,
+  ConditionMapping,
   FieldDef,
   FormDef,
   ObservationMapping,
@@ -255,9 +259,22 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
     const record: ValueRecord = { base, effective: date, mapped: mappings.length > 0, parts: [] };
     const localDay = localDate(date);
     const day = localDay === null ? null : dayNumber(localDay);
-    for (const mapping of mappings) {
+    const onsetDate = plain.sources.onset?.isDate ? localDate(String(plain.sources.onset.value)) : null;
+    const onsetDay = onsetDate === null ? null : dayNumber(onsetDate);
+    // A condition that began after the enrolment day is not medical history: only an adverse-event
+    // candidate. Any other condition (one present at enrolment, or undated) is history, at the first visit
+    // having the history form.
+    const isCondition = resource.resourceType === 'Condition';
+    const afterEnrolment = isCondition && onsetDay !== null && onsetDay > enrolmentDay;
+    const targets = afterEnrolment
+      ? mappings.flatMap((mapping) => {
+        const candidate = (mapping as ConditionMapping).onset_after_enrolment;
+        return candidate && fieldOf(forms.get(candidate.form), candidate.field)?.type === 'table' ? [{ systems: mapping.systems, ...candidate }] : [];
+      })
+      : mappings;
+    for (const mapping of targets) {
       const table = fieldOf(forms.get(mapping.form), mapping.field);
-      const slot = slotRecording(slots, day, mapping.form, enrolmentDay);
+      const slot = slotRecording(slots, isCondition && !afterEnrolment ? null : day, mapping.form, enrolmentDay);
       const row = historyRow(resource, mapping.systems, index);
       if (!table || table.type !== 'table' || !slot || !row) continue;
       const key = placeKey(slot, mapping.form, table.code);

@@ -173,7 +173,13 @@ export interface TableMapping<Source extends string> {
   columns: Record<DesignCode, Source>;
 }
 
-export type ConditionMapping = TableMapping<ConditionSource>;
+export interface ConditionMapping extends TableMapping<ConditionSource> {
+  /**
+   * Where a Condition whose onset is after the enrolment day goes instead, as an adverse-event candidate
+   * for the site's review (never saved by `mode=save`). Without it such a Condition has no place.
+   */
+  onset_after_enrolment?: Omit<TableMapping<ConditionSource>, 'systems'>;
+}
 export type MedicationMapping = TableMapping<MedicationSource>;
 
 export interface FhirMapping {
