@@ -136,7 +136,7 @@ export const en: Record<string, string> = {
   'review.savedCount': '{saved} saved',
   'review.hidden': '{count} values belong to forms of the unblinded team and are not shown to you; they cannot be confirmed here.',
   'review.itemIssue': 'Value {position}',
-  'review.howTo': 'Tick the new values to save and choose, for each conflict, whether to keep the saved value or replace it, then confirm the chosen values. "Confirm all" saves every new value with the conflict choices as set. Confirming saves through the usual checks (edit checks, automatic queries, audit trail) with you as the author; the import is then final. Rejecting saves nothing.',
+  'review.howTo': 'Tick the new values to save (a table row is taken whole, with one tick), choose, for each conflict, whether to keep the saved value or replace it, and pick the right value of each tie, then confirm the chosen values. "Confirm all" saves every new value with the conflict choices as set. Confirming saves through the usual checks (edit checks, automatic queries, audit trail) with you as the author; the import is then final. Rejecting saves nothing.',
   'review.finalConfirmed': 'This import is confirmed: the values marked "saved" were saved, the others were not taken. It cannot be decided again.',
   'review.finalRejected': 'This import is rejected: nothing of it was saved. It cannot be decided again.',
   'review.finalSaved': 'This import was saved by the sending system (save mode) and left nothing to review.',
