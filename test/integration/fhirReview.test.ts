@@ -255,6 +255,7 @@ describe('confirmImport and rejectImport', function () {
       [position(items, 'screening', 'lab_hem', 'hct'), 'fill'],
       [items.findIndex((i) => i.state === 'skipped'), 'fill'],
       [items.length, 'fill'],
+      [position(items, 'screening', 'lab_hem', 'plt'), 'candidate:0'], // no tie
     ];
     for (const [at, choice] of wrong) {
       const error = await refusal(confirm(people.staff01, p.subject, 1, { [at]: choice }));
@@ -263,6 +264,27 @@ describe('confirmImport and rejectImport', function () {
     }
     expect((await importRow(p.id, 1)).status).to.equal('proposed');
     expect(Object.keys(await records(p.id))).to.deep.equal(['screening|lab_hem']);
+  });
+
+  it('saves a tie only with a candidate picked for it, and refuses a pick out of range or a plain fill', async () => {
+    const p = await patient();
+    // Two haemoglobin results at one instant with different values: a tie.
+    const { items } = await importFile(p.subject, buster((bundle) => {
+      const hgb = bundle.entry.find((e: Row) => e.resource.id === '55f8c6fb-eb5c-4ad9-869b-fd7540654851');
+      const twin = structuredClone(hgb);
+      twin.fullUrl = 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000b1';
+      Object.assign(twin.resource, { id: '0f1e2d3c-0000-4000-8000-0000000000b1', valueQuantity: { ...hgb.resource.valueQuantity, value: 9.1 } });
+      bundle.entry.push(twin);
+    }));
+    const tie = items.findIndex((i) => i.tie === true);
+    expect(items[tie]).to.include({ field: 'hgb', value: null, state: 'skipped' });
+    expect(items[tie].candidates.map((c) => c.value)).to.deep.equal(['15.5', '9.1']);
+    for (const choice of ['candidate:2', 'fill'] as ItemChoice[]) {
+      expect((await refusal(confirm(people.staff01, p.subject, 1, { [tie]: choice }))).code).to.equal('invalid_import_choice');
+    }
+    const result = await confirm(people.staff01, p.subject, 1, { [tie]: 'candidate:1' });
+    expect(result.saved).to.deep.equal([tie]);
+    expect((await records(p.id))['screening|lab_hem'].values).to.deep.equal({ hgb: '9.1' });
   });
 
   it('refuses when a chosen place changed after the import was made, saving nothing', async () => {
