@@ -818,7 +818,7 @@ export interface components {
             instance: number;
             status: components["schemas"]["RecordStatus"];
             /**
-             * @description How the record arrived: `api` through an API key, `fhir` from a FHIR import, `portal` typed in the portal. It is the source of the record's first save.
+             * @description How the record arrived: `api` through an API key, `fhir` from a FHIR import, `portal` typed in the portal. It is the source of the record's first save, and a record filled partly by hand and partly from FHIR keeps it. Which values came from FHIR is told value by value in the audit trail: each value's event carries the reason "Saved from a FHIR record sent through the API key …" (`mode=save`) or "Taken from FHIR import <n>, confirmed in the portal", where a typed value says "Entered in the portal" and an API value "Data sent through the API key …".
              * @enum {string}
              */
             source: "api" | "fhir" | "portal";
@@ -952,6 +952,8 @@ export interface components {
             chosen_by: ("nearest" | "first" | "last" | "min" | "max") | null;
             /** @description The observations that competed for the place, this one included. Empty when there was no competition. */
             candidates: components["schemas"]["FhirCandidate"][];
+            /** @description Present and true when the mapping's rule could not choose between different values for the place (see `importFhirRecord`): the item is `skipped` with reason `not_chosen`, `value` is null and `candidates` lists the tied observations, for the site team to pick one on the review page. Absent otherwise. */
+            tie?: boolean;
         };
         /** @description The value and unit as the resource gives them. */
         FhirOriginalValue: {

@@ -8,6 +8,8 @@ export type Actor =
   | { kind: 'user'; userId: number; name: string; via: 'portal' | 'cli' }
   /** A FHIR import in save mode acts for the person who made the key (interface description, FHIR call rule 4). */
   | { kind: 'user'; userId: number; name: string; via: 'fhir_save'; keyName: string }
+  /** A person confirming a FHIR import on the patient's card: the values are the file's, the decision theirs. */
+  | { kind: 'user'; userId: number; name: string; via: 'fhir_review'; importNumber: number }
   | { kind: 'api_key'; keyId: number; keyName: string; makerId: number }
   | { kind: 'operator'; name: string };
 
@@ -20,6 +22,7 @@ export function reasonOf(actor: Actor): string {
   if (actor.kind === 'api_key') return `Data sent through the API key "${actor.keyName}"`;
   if (actor.kind === 'user' && actor.via === 'portal') return 'Entered in the portal';
   if (actor.kind === 'user' && actor.via === 'fhir_save') return `Saved from a FHIR record sent through the API key "${actor.keyName}"`;
+  if (actor.kind === 'user' && actor.via === 'fhir_review') return `Taken from FHIR import ${actor.importNumber}, confirmed in the portal`;
   return 'Changed with the sdx command line';
 }
 

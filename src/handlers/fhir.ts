@@ -1,5 +1,5 @@
 import { importFhirRecord as importRecord } from '../domain/fhir/importFhirRecord.js';
-import { entriesOfJson, parseFhirEntries } from '../domain/fhir/parseFhirBody.js';
+import { entriesOfJson, parseNdjsonEntries } from '../domain/fhir/parseFhirBody.js';
 import { inTransaction } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
@@ -12,7 +12,7 @@ import type { OperationHandler } from './types.js';
 export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
   const body: unknown = c.request.requestBody;
-  const entries = typeof body === 'string' ? parseFhirEntries(body, 'ndjson') : entriesOfJson(body ?? '');
+  const entries = typeof body === 'string' ? parseNdjsonEntries(body) : entriesOfJson(body ?? '');
   const mode = c.request.query.mode ?? 'review';
   const subject = c.request.query.subject;
   const request = { operation: 'importFhirRecord' as const, input: { subject, mode, body } };

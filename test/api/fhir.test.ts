@@ -30,7 +30,7 @@ function busterWith(change: (bundle: Record<string, any>) => void): string {
   return JSON.stringify(bundle);
 }
 
-const placed = (items: Item[]) => items.filter((i) => i.state !== 'skipped' && i.form !== 'mh' && i.form !== 'cm');
+const placed = (items: Item[]) => items.filter((i) => i.state !== 'skipped' && i.row === null);
 const place = (i: Item) => [i.visit, i.form, i.field, i.resource, i.value];
 
 /** What every import answer must satisfy: counts equal to its items by state. */
@@ -124,7 +124,7 @@ describe('importFhirRecord', function () {
       const res = await reviewCase(CASES.find((c) => c.file === FLETCHER)!);
       const byField = (visit: string, field: string) => res.body.items.find((i: Item) => i.visit === visit && i.field === field && i.state === 'new');
       // Synthea gives laboratory values in mg/dL; the demo's fields are in mmol/L and µmol/L.
-      expect(byField('screening', 'glucose')).to.deep.include({ value: '4', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
+      expect(byField('screening', 'glucose')).to.deep.include({ value: '4.0', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
       expect(byField('screening', 'creat')).to.deep.include({ value: '281', unit: 'umol/L', original: { value: '3.1740908998168385', unit: 'mg/dL' } });
       expect(byField('baseline', 'sbp')).to.deep.include({ value: '181', unit: 'mm[Hg]', form: 'vs', original: { value: '181.19325249978746', unit: 'mm[Hg]' } });
       expect(byField('baseline', 'vsdate')).to.deep.include({ value: '1992-12-05', unit: null, form: 'vs' });
@@ -172,6 +172,18 @@ describe('importFhirRecord', function () {
       }
       const importRow = await app.db.knex('audit_events').where({ action: 'fhir.import_saved' }).first();
       expect(importRow).to.include({ actor_type: 'api_key', author: 'Test system (API)' });
+    });
+
+    it('saves a stopped medication without an end date with the stop date UNK and not ongoing; an active one stays open', async () => {
+      const edward = await enrol('male', 1992, '2015-04-05');
+      const res = await send(edward, synthea('smart-edward-gulgowski-284kb.json'), { mode: 'save' });
+      expect(res.status).to.equal(201);
+      const cm = await savedRecord(edward, 'screening', 'cm');
+      expect(cm!.tables.medications).to.deep.equal([
+        { name: 'Hydrochlorothiazide 6.25 MG', code: '316052', start: '2011-03-27', stop: 'UNK', ongoing: 'no' },
+        { name: 'Hydrochlorothiazide 25 MG', code: '316049', start: '2012-04-01', ongoing: 'yes' },
+        { name: 'Ibuprofen 200 MG Oral Tablet', code: '310965', start: '2013-01-26', stop: 'UNK', ongoing: 'no' },
+      ]);
     });
 
     it('then gives `same` in review mode for everything it saved, and saves nothing more', async () => {

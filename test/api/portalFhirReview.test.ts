@@ -12,6 +12,26 @@ type Item = Record<string, any>;
 const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json');
 const ENROLMENT = { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' };
 
+/**
+ * Buster's file with two glucose results taken at the same instant with different values (90 and 180
+ * mg/dL, 5.0 and 10.0 mmol/L), as a Synthea patient has creatinine 83 and 244 µmol/L: a tie.
+ */
+function busterWithTie(): Buffer {
+  const bundle = JSON.parse(BUSTER.toString('utf8'));
+  const hgb = bundle.entry.find((e: Item) => e.resource.id === '55f8c6fb-eb5c-4ad9-869b-fd7540654851');
+  for (const [id, value] of [['0f1e2d3c-0000-4000-8000-000000000001', 90], ['0f1e2d3c-0000-4000-8000-000000000002', 180]] as const) {
+    const entry = structuredClone(hgb);
+    entry.fullUrl = `urn:uuid:${id}`;
+    Object.assign(entry.resource, {
+      id,
+      code: { coding: [{ system: 'http://loinc.org', code: '2339-0', display: 'Glucose [Mass/volume] in Blood' }] },
+      valueQuantity: { value, unit: 'mg/dL', system: 'http://unitsofmeasure.org', code: 'mg/dL' },
+    });
+    bundle.entry.push(entry);
+  }
+  return Buffer.from(JSON.stringify(bundle));
+}
+
 /** The row of an item on the review page, as text. */
 function itemRow(page: PortalReply, position: number): string {
   const row = new RegExp(`<tr class="item [a-z]+" data-position="${position}"[^>]*>([\\s\\S]*?)</tr>`).exec(page.html);
@@ -36,7 +56,7 @@ describe('staff portal: the FHIR review page', () => {
   after(() => app.close());
 
   /** A patient with a saved screening vital-signs form, and Buster's file proposed for review. */
-  async function proposed(withSavedForm = true): Promise<{ subject: string; url: string; items: Item[] }> {
+  async function proposed(withSavedForm = true, file: Buffer = BUSTER, mode = 'review'): Promise<{ subject: string; url: string; items: Item[] }> {
     const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
@@ -46,7 +66,7 @@ describe('staff portal: the FHIR review page', () => {
       });
       expect(saved.body.counts.ok).to.equal(1);
     }
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: BUSTER, contentType: 'application/fhir+json' });
+    const res = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}&mode=${mode}`, { key: world.key, raw: file, contentType: 'application/fhir+json' });
     expect(res.status).to.equal(201);
     expect(res.body.status).to.equal('proposed');
     return { subject, url: new URL(res.body.review_url).pathname, items: res.body.items };
@@ -62,7 +82,7 @@ describe('staff portal: the FHIR review page', () => {
     expect(page.html).to.include(`FHIR import No. 1 of patient ${subject}`).and.include('waiting for review');
     const sbp = at(items, 'screening', 'vs', 'sbp');
     expect(items[sbp]).to.include({ state: 'conflict', value: '136', saved_value: '140' });
-    expect(itemRow(page, sbp)).to.equal(`Systolic blood pressure sbp 136 mm[Hg] in the file: 136.48536429185222 mm[Hg] ${items[sbp].resource} http://loinc.org | 8480-6 — Systolic Blood Pressure ${items[sbp].effective} 140 conflict keep the saved value replace it`);
+    expect(itemRow(page, sbp)).to.equal(`Systolic blood pressure sbp 136 mm[Hg] in the file: 136.48536429185222 mm[Hg] ${items[sbp].resource} http://loinc.org | 8480-6 — Systolic Blood Pressure ${items[sbp].effective} measured on day -14: in the window of Screening 140 conflict keep the saved value replace it`);
     expect(page.html).to.match(new RegExp(`<tr class="item conflict" data-position="${sbp}" data-state="conflict">`));
     const weight = at(items, 'screening', 'vs', 'weight');
     expect(items[weight].state).to.equal('new');
@@ -87,6 +107,9 @@ describe('staff portal: the FHIR review page', () => {
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
     const vs = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'vs');
     expect(vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81' });
+    // Filled partly through the API, partly from FHIR: the record keeps its first source, and the audit
+    // trail below tells the FHIR values by their reason (issue 24.5).
+    expect(vs.source).to.equal('api');
     const dm = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'dm');
     expect(dm).to.include({ status: 'draft', source: 'fhir' });
     expect(dm.values).to.deep.equal({ height: '185.8' });
@@ -96,9 +119,9 @@ describe('staff portal: the FHIR review page', () => {
     const trail = await app.db.knex('audit_events').where({ patient_id: patient.id }).whereIn('action', ['record.value_changed', 'record.value_set'])
       .where('author', 'Nina Nurse').orderBy('field_code').select('action', 'reason', 'field_code', 'old_value', 'new_value');
     expect(trail).to.deep.equal([
-      { action: 'record.value_set', reason: 'Entered in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
-      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
-      { action: 'record.value_changed', reason: 'Entered in the portal', field_code: 'weight', old_value: null, new_value: '81' },
+      { action: 'record.value_set', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
+      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
+      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'weight', old_value: null, new_value: '81' },
     ]);
     const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
     expect(decision.author).to.equal('Nina Nurse');
@@ -110,6 +133,9 @@ describe('staff portal: the FHIR review page', () => {
     expect(page.html).to.include('This import is confirmed').and.not.include('id="confirm-chosen"').and.not.include('name="take_');
     expect(page.html).to.match(/<dd id="import-status" data-status="confirmed"><strong>confirmed<\/strong> — by Nina Nurse, /);
     expect(itemRow(page, weight)).to.match(/ saved$/);
+    // Issue 19.9: the saved value column shows what the place holds after the confirmation, not before.
+    expect(itemRow(page, sbp)).to.match(/ 136 saved$/);
+    expect(itemRow(page, weight)).to.match(/ 81 saved$/);
     expect(itemRow(page, at(items, 'screening', 'lab_hem', 'hgb'))).to.match(/ new$/);
 
     const again = await staff.post(url, { decision: 'confirm_all' });
@@ -128,6 +154,92 @@ describe('staff portal: the FHIR review page', () => {
     const values = (form: string) => read.body.records.find((r: Item) => r.visit === 'screening' && r.form === form)?.values;
     expect(values('vs')).to.include({ sbp: '140', dbp: '80', weight: '81' });
     expect(values('lab_hem')).to.include({ hgb: items[at(items, 'screening', 'lab_hem', 'hgb')].value });
+  });
+
+  it('takes a table row as one: one tick per condition row, and the row is saved with all its cells', async () => {
+    const { subject, url, items } = await proposed(false);
+    const page = await staff.get(url);
+    const rows = new Map<number, number[]>();
+    items.forEach((item, position) => {
+      if (item.form === 'mh' && item.state === 'new') rows.set(item.row, [...(rows.get(item.row) ?? []), position]);
+    });
+    expect(rows.size).to.be.greaterThan(1);
+    for (const positions of rows.values()) {
+      expect(page.html).to.include(`name="take_${positions[0]}"`);
+      for (const other of positions.slice(1)) {
+        expect(page.html).not.to.include(`name="take_${other}"`);
+        expect(itemRow(page, other)).to.match(/^taken with its row /);
+      }
+    }
+    const [first] = [...rows.values()];
+    expect((await staff.post(url, { decision: 'confirm_chosen', [`take_${first[0]}`]: 'on' })).status).to.equal(303);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    const mh = read.body.records.find((r: Item) => r.form === 'mh');
+    const expected = Object.fromEntries(first.map((p) => [items[p].field.split('.')[1], items[p].value]));
+    expect(mh.tables.conditions).to.deep.equal([expected]);
+    expect(Object.keys(expected)).to.include.members(['term', 'code']);
+  });
+
+  it('asks the site to pick in a tie: confirm all leaves it, a pick saves the chosen candidate; save mode saves nothing for it', async () => {
+    const { subject, url, items } = await proposed(false, busterWithTie());
+    const tie = items.findIndex((i) => i.tie === true);
+    expect(items[tie]).to.include({ visit: 'screening', form: 'lab_chem', field: 'glucose', value: null, state: 'skipped', reason: 'not_chosen' });
+    expect(items[tie].candidates.map((c: Item) => c.value)).to.deep.equal(['5.0', '10.0']);
+    const page = await staff.get(url);
+    expect(itemRow(page, tie)).to.include('5.0 mmol/L').and.include('10.0 mmol/L').and.include('tie: pick a value');
+    expect(page.html).to.include(`name="tie_${tie}" value="1"`);
+    expect((await staff.post(url, { decision: 'confirm_chosen', [`tie_${tie}`]: '1' })).status).to.equal(303);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    // The records call keeps numbers in its canonical form (no trailing zeros).
+    expect(read.body.records.find((r: Item) => r.form === 'lab_chem').values).to.deep.equal({ glucose: '10' });
+    const patient = await app.db.knex('patients').where({ subject }).first();
+    const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
+    expect(decision.details.ties_picked).to.deep.equal({ [tie]: 'Observation/0f1e2d3c-0000-4000-8000-000000000002' });
+    expect(itemRow(await staff.get(url), tie)).to.match(/ 10 saved$/);
+
+    const other = await proposed(false, busterWithTie());
+    expect((await staff.post(other.url, { decision: 'confirm_all' })).status).to.equal(303);
+    const otherRead = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${other.subject}`, { key: world.key });
+    expect(otherRead.body.records.find((r: Item) => r.form === 'lab_chem'), 'confirm all picks no candidate').to.equal(undefined);
+
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
+    await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2016-12-01');
+    const saved = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${enrolled.body.subject}&mode=save`, { key: world.key, raw: busterWithTie(), contentType: 'application/fhir+json' });
+    expect(saved.status).to.equal(201);
+    expect(saved.body.status, 'the tie waits for the site').to.equal('proposed');
+    expect(saved.body.items.find((i: Item) => i.tie)).to.include({ state: 'skipped', value: null });
+    const savedRead = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled.body.subject}`, { key: world.key });
+    expect(savedRead.body.records.find((r: Item) => r.form === 'lab_chem')).to.equal(undefined);
+  });
+
+  it('offers a condition begun after enrolment as an adverse-event candidate with its placement; save mode never saves it', async () => {
+    const bundle = JSON.parse(BUSTER.toString('utf8'));
+    const patientRef = bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').fullUrl;
+    bundle.entry.push({
+      fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000c1',
+      resource: {
+        resourceType: 'Condition', id: '0f1e2d3c-0000-4000-8000-0000000000c1', subject: { reference: patientRef },
+        clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }] },
+        code: { coding: [{ system: 'http://snomed.info/sct', code: '25064002', display: 'Headache (finding)' }] },
+        onsetDateTime: '2017-01-10T09:00:00+00:00', // day 13 after enrolment on 2016-12-28
+      },
+    });
+    const file = Buffer.from(JSON.stringify(bundle));
+    const { url, items } = await proposed(false, file);
+    const term = items.findIndex((i) => i.form === 'ae' && i.field === 'events.term');
+    expect(items[term]).to.include({ visit: 'week4', value: 'Headache (finding)', state: 'new', row: 0 });
+    expect(items.some((i) => i.form === 'mh' && i.value === 'Headache (finding)'), 'not medical history').to.equal(false);
+    expect(itemRow(await staff.get(url), term)).to.include('started on day 13: placed in Week 4, the next visit with this form');
+
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
+    await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2016-12-01');
+    const saved = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${enrolled.body.subject}&mode=save`, { key: world.key, raw: file, contentType: 'application/fhir+json' });
+    expect(saved.status).to.equal(201);
+    expect(saved.body.status).to.equal('proposed');
+    expect(saved.body.items.filter((i: Item) => i.form === 'ae').map((i: Item) => i.state)).to.deep.equal(['new', 'new']);
+    expect(saved.body.items.filter((i: Item) => i.form === 'mh').every((i: Item) => i.state === 'saved')).to.equal(true);
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${enrolled.body.subject}`, { key: world.key });
+    expect(read.body.records.find((r: Item) => r.form === 'ae')).to.equal(undefined);
   });
 
   it('refuses a confirmation with nothing chosen, keeping the import proposed', async () => {

@@ -33,9 +33,9 @@ export const CASES: PatientCase[] = [
     enrolledOn: '2016-12-28', // 2016-12-14 is day −14: screening
     placed: [
       ['screening', 'dm', 'height', 'Observation/b64ef376-55ca-4c69-8d48-4c35312a97dc', '185.8'], // 185.8289545670521 cm
-      ['screening', 'vs', 'weight', 'Observation/cd5b5fbd-f5f5-4068-9f22-66fbb149683b', '81'], // 81.03011348945358 kg
+      ['screening', 'vs', 'weight', 'Observation/cd5b5fbd-f5f5-4068-9f22-66fbb149683b', '81.0'], // 81.03011348945358 kg
       ['screening', 'vs', 'vsdate', 'Observation/cd5b5fbd-f5f5-4068-9f22-66fbb149683b', '2016-12-14'], // 2016-12-14T13:55:57+00:00
-      ['screening', 'dm', 'weight', 'Observation/cd5b5fbd-f5f5-4068-9f22-66fbb149683b', '81'],
+      ['screening', 'dm', 'weight', 'Observation/cd5b5fbd-f5f5-4068-9f22-66fbb149683b', '81.0'],
       ['screening', 'vs', 'dbp', 'Observation/13bfaf3c-434f-4e12-839a-5ee9cfd30dd8', '80'], // 80.35813625811447 mm[Hg]
       ['screening', 'vs', 'sbp', 'Observation/13bfaf3c-434f-4e12-839a-5ee9cfd30dd8', '136'], // 136.48536429185222 mm[Hg]
       ['screening', 'lab_hem', 'wbc', 'Observation/554a7cba-0263-4a75-bd52-bd638b2802b0', '5.98'], // 5.978707534265798 10*3/uL
@@ -50,11 +50,11 @@ export const CASES: PatientCase[] = [
     birthYear: 1992,
     enrolledOn: '2015-04-05', // baseline
     placed: [
-      ['baseline', 'vs', 'weight', 'Observation/ef702bed-1c46-40dc-b114-684220c98562', '98'], // 98.04120210894236 kg
+      ['baseline', 'vs', 'weight', 'Observation/ef702bed-1c46-40dc-b114-684220c98562', '98.0'], // 98.04120210894236 kg
       ['baseline', 'vs', 'vsdate', 'Observation/ef702bed-1c46-40dc-b114-684220c98562', '2015-04-05'], // 2015-04-05T23:58:38+00:00
       ['baseline', 'vs', 'dbp', 'Observation/eb0dbccc-b959-45c5-af74-a6288e3fe0b8', '107'], // 107.03541057597171
       ['baseline', 'vs', 'sbp', 'Observation/eb0dbccc-b959-45c5-af74-a6288e3fe0b8', '171'], // 171.05408665245926
-      ['baseline', 'lab_hem', 'wbc', 'Observation/0e624153-cdd2-4bdc-9127-824d116278ee', '10.5'], // 10.495021047909972
+      ['baseline', 'lab_hem', 'wbc', 'Observation/0e624153-cdd2-4bdc-9127-824d116278ee', '10.50'], // 10.495021047909972
       ['baseline', 'lab_hem', 'hgb', 'Observation/67a8e326-a1a1-4f23-9c35-6899bdd93ea3', '14.7'], // 14.707168690798923
       ['baseline', 'lab_hem', 'hct', 'Observation/dba6f3bc-120a-4366-ab56-7b61de71dfee', '48.9'], // 48.9385844388583
       ['baseline', 'lab_hem', 'plt', 'Observation/18d3a61f-6d1f-4dab-927d-d1b7f3433904', '186'], // 185.6001338310622
@@ -74,7 +74,7 @@ export const CASES: PatientCase[] = [
       ['baseline', 'lab_chem', 'glucose', 'Observation/29745716-813c-4b3c-a820-72d11270b869', '5.7'], // 101.84738562344275 mg/dL → 5.653
       ['baseline', 'lab_chem', 'creat', 'Observation/1913fcb6-644a-465a-8652-9ed45b76ddc2', '85'], // 0.9627963013860731 mg/dL → 85.11
       ['baseline', 'lab_chem', 'chol', 'Observation/1942bd25-3123-4613-941c-432a89e70e79', '5.57'], // 215.23193633413814 mg/dL → 5.5666
-      ['baseline', 'lab_hem', 'wbc', 'Observation/4c41c4f0-4a6b-42d8-9334-eb28b05e8253', '7.8'], // 7.80411102432868
+      ['baseline', 'lab_hem', 'wbc', 'Observation/4c41c4f0-4a6b-42d8-9334-eb28b05e8253', '7.80'], // 7.80411102432868
       ['baseline', 'lab_hem', 'hgb', 'Observation/a7c78a2c-9dcd-4f03-9b15-c7b72c53ad75', '15.3'], // 15.296513866374694
       ['baseline', 'lab_hem', 'hct', 'Observation/674e7689-de8e-4b75-a3ad-157ae91d8db2', '35.7'], // 35.70292352709967
       ['baseline', 'lab_hem', 'plt', 'Observation/676e9d4f-1454-452d-9ec0-343a45e35767', '449'], // 449.1305397335412
@@ -125,7 +125,7 @@ export const CASES: PatientCase[] = [
     birthYear: 1941,
     enrolledOn: '2013-06-19', // oral temperature of 2013-06-05 is day −14, vitals of 2013-07-14 day 25
     placed: [
-      ['screening', 'vs', 'temp', 'Observation/505baf6c-c7a3-4989-be4d-9006cc34463f', '38'], // 37.985752080690524 Cel (8331-1)
+      ['screening', 'vs', 'temp', 'Observation/505baf6c-c7a3-4989-be4d-9006cc34463f', '38.0'], // 37.985752080690524 Cel (8331-1)
       ['screening', 'vs', 'vsdate', 'Observation/505baf6c-c7a3-4989-be4d-9006cc34463f', '2013-06-05'], // 2013-06-05T23:52:38+00:00
       ['week4', 'vs', 'weight', 'Observation/73c22956-9a30-4d93-b73c-102152fa65de', '91.7'], // 91.72826124233313
       ['week4', 'vs', 'vsdate', 'Observation/73c22956-9a30-4d93-b73c-102152fa65de', '2013-07-14'], // 2013-07-14T23:52:38+00:00
@@ -156,7 +156,7 @@ export const CASES: PatientCase[] = [
       ['baseline', 'lab_hem', 'hgb', 'Observation/94b65185-26e5-432f-bf89-aa1c9a09086e', '12.4'], // 12.44371750521583
       ['baseline', 'lab_hem', 'hct', 'Observation/984c55f5-9020-4c9d-b35a-67c70d24abe2', '27.3'], // 27.322430521123742
       ['baseline', 'lab_hem', 'plt', 'Observation/9cf7be0a-afb0-4e33-b416-9b2b7e678c62', '151'], // 151.07953351953708
-      ['week4', 'lab_chem', 'glucose', 'Observation/9abfa3ff-e4ee-451f-b7f0-ac3e7b73a647', '6'], // 107.56421836267074 mg/dL → 5.971
+      ['week4', 'lab_chem', 'glucose', 'Observation/9abfa3ff-e4ee-451f-b7f0-ac3e7b73a647', '6.0'], // 107.56421836267074 mg/dL → 5.971
       ['week4', 'lab_chem', 'creat', 'Observation/6d4b04e3-eda5-4a51-baae-68be49c4dff6', '306'], // 3.4560002380582313 mg/dL
       ['week4', 'lab_chem', 'alt', 'Observation/7042f3cb-cfd8-4724-9dd2-0c5b8fbd87cb', '24'], // 23.528215443449987
       ['week12', 'lab_chem', 'glucose', 'Observation/a1c46aed-46c7-4d57-8727-5770fa9b7587', '6.8'], // 123.09461175350789 mg/dL
@@ -164,7 +164,7 @@ export const CASES: PatientCase[] = [
       ['week12', 'lab_chem', 'alt', 'Observation/f1c12c39-66ce-4f0c-a640-50267f1b3e64', '58'], // 57.56501834556573
       ['week12', 'lab_hem', 'wbc', 'Observation/b89f3689-d8ea-44f7-a472-5fbda72eb4dd', '2.86'], // 2.8613454813607873
       ['week12', 'lab_hem', 'hgb', 'Observation/0451d191-b9a6-41fd-a2d3-06cb8a585dad', '8.5'], // 8.496581128697649
-      ['week12', 'lab_hem', 'hct', 'Observation/f9982092-4aad-4cea-9fdc-cd4452b1a85a', '28'], // 27.98842665399496
+      ['week12', 'lab_hem', 'hct', 'Observation/f9982092-4aad-4cea-9fdc-cd4452b1a85a', '28.0'], // 27.98842665399496
       ['week12', 'lab_hem', 'plt', 'Observation/8f65089b-933d-452e-961c-62e3bec481f5', '281'], // 280.64715341933436
     ],
     unconvertible: [
@@ -203,7 +203,7 @@ export const CASES: PatientCase[] = [
     birthYear: 1915,
     enrolledOn: '1992-12-05', // labs of 1992-11-08 are day −27 (screening), 1992-12-05 baseline
     placed: [
-      ['screening', 'lab_chem', 'glucose', 'Observation/d1bbb37b-6ca6-436a-b4ce-f08dd6d7e2dd', '4'], // 71.30990630342204 mg/dL → 3.958
+      ['screening', 'lab_chem', 'glucose', 'Observation/d1bbb37b-6ca6-436a-b4ce-f08dd6d7e2dd', '4.0'], // 71.30990630342204 mg/dL → 3.958
       ['screening', 'lab_chem', 'creat', 'Observation/6ccd7278-9dd0-4cf2-a7f2-b52c16dc1835', '281'], // 3.1740908998168385 mg/dL
       ['screening', 'lab_chem', 'alt', 'Observation/cd3454ba-5b48-49b0-8ea6-8ff45a366bd1', '41'], // 40.95423084479957
       ['screening', 'lab_chem', 'chol', 'Observation/139e29db-caf4-4014-8d99-2e7b9a17730c', '5.03'], // 194.3054376359606 mg/dL

@@ -6,7 +6,7 @@ import type { KeyContext } from '../../src/domain/apiKeys/keyContext.js';
 import { DomainError } from '../../src/domain/errors.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { importFhirRecord } from '../../src/domain/fhir/importFhirRecord.js';
-import { parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { confirmImport, rejectImport, type ItemChoice, type Person } from '../../src/domain/fhir/reviewImport.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
@@ -71,7 +71,7 @@ describe('confirmImport and rejectImport', function () {
   }
 
   async function importFile(subject: string, body: string, mode: 'review' | 'save' = 'review') {
-    return inTransaction(db.knex, async (s) => importFhirRecord(s, key, (await s.studies.findByCode(world.code))!, { subject, mode, entries: parseFhirEntries(body, 'json') }));
+    return inTransaction(db.knex, async (s) => importFhirRecord(s, key, (await s.studies.findByCode(world.code))!, { subject, mode, entries: fhirJsonEntries(body) }));
   }
 
   /** Saves records as the API key would (data that was there before the import). */
@@ -126,25 +126,31 @@ describe('confirmImport and rejectImport', function () {
       [at('mh', 'conditions.onset', 1)]: 'fill',
     };
     const result = await confirm(people.staff01, p.subject, proposed.number, choices);
-    const chosen = Object.keys(choices).map(Number).filter((n) => choices[n] !== 'keep').sort((a, b) => a - b);
+    // A table row is taken as one: filling two cells of the second Condition fills all its new cells.
+    const secondCondition = items.flatMap((i, n) => (i.form === 'mh' && i.row === 1 && i.state === 'new' ? [n] : []));
+    expect(secondCondition.length).to.be.greaterThan(2);
+    const chosen = [...new Set([...Object.keys(choices).map(Number).filter((n) => choices[n] !== 'keep'), ...secondCondition])].sort((a, b) => a - b);
     expect(result).to.deep.include({ number: 1, status: 'confirmed', saved: chosen, kept: [at('lab_hem', 'hgb')], identityLinked: true });
 
     const saved = await records(p.id);
     expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
     expect(saved['screening|lab_hem'].values).to.deep.equal({ hgb: '15', wbc: '6', hct: '35.5' });
     expect(saved['screening|dm']).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81' } });
-    // Only the chosen cells of the second Condition, as the table's first row.
-    expect(saved['screening|mh'].tables).to.deep.equal({ conditions: [{ term: 'Viral sinusitis (disorder)', onset: '2011-10-04' }] });
+    // The second Condition, whole, as the table's first row.
+    expect(saved['screening|mh'].tables).to.deep.equal({
+      conditions: [Object.fromEntries(secondCondition.map((n) => [items[n].field!.split('.')[1], items[n].value]))],
+    });
+    expect(saved['screening|mh'].tables.conditions[0]).to.include({ term: 'Viral sinusitis (disorder)', onset: '2011-10-04', code: '444814009' });
 
     const trail = await db.knex('audit_events').where({ patient_id: p.id, actor_type: 'user' }).orderBy('id');
     const changed = trail.filter((a) => a.action === 'record.value_changed');
     // Filling an empty field of a saved record is a change too, audited with no old value.
     expect(changed.map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([['sbp', '130', '136'], ['weight', null, '81'], ['hct', null, '35.5']]);
-    expect(changed[0]).to.include({ actor_id: people.staff01.id, author: 'staff01', reason: 'Entered in the portal' });
+    expect(changed[0]).to.include({ actor_id: people.staff01.id, author: 'staff01', reason: 'Taken from FHIR import 1, confirmed in the portal' });
     const decision = trail.find((a) => a.action === 'fhir.import_confirmed')!;
     expect(decision).to.include({ author: 'staff01', reason: 'FHIR import 1 confirmed on the patient\'s card' });
-    const waiting = items.flatMap((i, n) => ((i.state === 'new' || i.state === 'conflict') && !(n in choices) ? [n] : []));
-    expect(waiting).to.include.members([at('lab_hem', 'wbc'), at('lab_hem', 'plt'), at('mh', 'conditions.code', 1)]);
+    const waiting = items.flatMap((i, n) => ((i.state === 'new' || i.state === 'conflict') && !(n in choices) && !secondCondition.includes(n) ? [n] : []));
+    expect(waiting).to.include.members([at('lab_hem', 'wbc'), at('lab_hem', 'plt'), at('mh', 'conditions.code', 0)]);
     expect(decision.details).to.deep.include({ number: 1, saved: chosen, kept: [at('lab_hem', 'hgb')], left_out: waiting });
 
     const stored = await importRow(p.id, 1);
@@ -249,6 +255,7 @@ describe('confirmImport and rejectImport', function () {
       [position(items, 'screening', 'lab_hem', 'hct'), 'fill'],
       [items.findIndex((i) => i.state === 'skipped'), 'fill'],
       [items.length, 'fill'],
+      [position(items, 'screening', 'lab_hem', 'plt'), 'candidate:0'], // no tie
     ];
     for (const [at, choice] of wrong) {
       const error = await refusal(confirm(people.staff01, p.subject, 1, { [at]: choice }));
@@ -257,6 +264,27 @@ describe('confirmImport and rejectImport', function () {
     }
     expect((await importRow(p.id, 1)).status).to.equal('proposed');
     expect(Object.keys(await records(p.id))).to.deep.equal(['screening|lab_hem']);
+  });
+
+  it('saves a tie only with a candidate picked for it, and refuses a pick out of range or a plain fill', async () => {
+    const p = await patient();
+    // Two haemoglobin results at one instant with different values: a tie.
+    const { items } = await importFile(p.subject, buster((bundle) => {
+      const hgb = bundle.entry.find((e: Row) => e.resource.id === '55f8c6fb-eb5c-4ad9-869b-fd7540654851');
+      const twin = structuredClone(hgb);
+      twin.fullUrl = 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000b1';
+      Object.assign(twin.resource, { id: '0f1e2d3c-0000-4000-8000-0000000000b1', valueQuantity: { ...hgb.resource.valueQuantity, value: 9.1 } });
+      bundle.entry.push(twin);
+    }));
+    const tie = items.findIndex((i) => i.tie === true);
+    expect(items[tie]).to.include({ field: 'hgb', value: null, state: 'skipped' });
+    expect(items[tie].candidates.map((c) => c.value)).to.deep.equal(['15.5', '9.1']);
+    for (const choice of ['candidate:2', 'fill'] as ItemChoice[]) {
+      expect((await refusal(confirm(people.staff01, p.subject, 1, { [tie]: choice }))).code).to.equal('invalid_import_choice');
+    }
+    const result = await confirm(people.staff01, p.subject, 1, { [tie]: 'candidate:1' });
+    expect(result.saved).to.deep.equal([tie]);
+    expect((await records(p.id))['screening|lab_hem'].values).to.deep.equal({ hgb: '9.1' });
   });
 
   it('refuses when a chosen place changed after the import was made, saving nothing', async () => {

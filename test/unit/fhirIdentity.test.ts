@@ -3,14 +3,15 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { DomainError } from '../../src/domain/errors.js';
 import type { FhirEntry } from '../../src/domain/fhir/fhirEntry.js';
-import { parseFhirBody, parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { checkPatientIdentity, type StudyPatient } from '../../src/domain/fhir/patientIdentity.js';
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
 const hl7 = (file: string): fhir4.Resource => JSON.parse(fixture(`hl7-examples/${file}`).toString('utf8'));
-const bundle = (file: string): FhirEntry[] => parseFhirEntries(fixture(`synthea/${file}`), 'json');
-const ndjson = (...resources: fhir4.Resource[]): FhirEntry[] => parseFhirEntries(resources.map((r) => JSON.stringify(r)).join('\n'), 'ndjson');
+const bundle = (file: string): FhirEntry[] => fhirJsonEntries(fixture(`synthea/${file}`));
+const ndjson = (...resources: fhir4.Resource[]): FhirEntry[] => parseNdjsonEntries(resources.map((r) => JSON.stringify(r)).join('\n'));
 
 /** The error code and reason of a call that must refuse. */
 function refusal(call: () => unknown): { code: string; reason: string; subject: unknown } {
@@ -55,7 +56,7 @@ describe('checkPatientIdentity', function () {
     const identity = checkPatientIdentity(entries, { subject: '01-001', sex: 'male', birthYear: 1940 });
     expect(identity.identifiers).to.deep.include({ system: SYNTHEA_IDENTIFIER, value: 'e91975f5-9445-c11f-cabf-c3c6dae161f2' });
     // Bare resources lose the fullUrls, and urn:uuid: references then point at nobody in the file.
-    const bare = parseFhirBody(fixture('synthea/inferno-uscore-patient-355-1113kb.json'), 'json');
+    const bare = fhirJsonEntries(fixture('synthea/inferno-uscore-patient-355-1113kb.json')).map((e) => e.resource);
     expect(refusal(() => checkPatientIdentity(bare, { subject: '01-001', sex: 'male', birthYear: 1940 })).code).to.equal('fhir_other_patient');
   });
 
@@ -85,7 +86,7 @@ describe('checkPatientIdentity', function () {
         (b) => JSON.parse(b.toString('utf8')).entry,
       ),
     });
-    const { code, reason } = refusal(() => checkPatientIdentity(parseFhirEntries(merged, 'json'), { subject: '01-004', sex: 'male', birthYear: 1988 }));
+    const { code, reason } = refusal(() => checkPatientIdentity(fhirJsonEntries(merged), { subject: '01-004', sex: 'male', birthYear: 1988 }));
     expect(code).to.equal('fhir_two_patients');
     expect(reason).to.equal(
       'the file has two Patients: Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 and Patient/4ef9f896-10bc-4479-acd6-1153e7318f14',

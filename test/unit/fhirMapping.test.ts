@@ -9,7 +9,8 @@ import { DomainError } from '../../src/domain/errors.js';
 import type { FhirEntry } from '../../src/domain/fhir/fhirEntry.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { mapToEcrf, type MappingContext, type MappingResult } from '../../src/domain/fhir/mapToEcrf.js';
-import { parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { checkPatientIdentity } from '../../src/domain/fhir/patientIdentity.js';
 import { validateR4 } from '../../src/domain/fhir/validateR4.js';
 import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.js';
@@ -21,9 +22,9 @@ const addFormats = addFormatsModule.default;
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
-const synthea = (file: string): FhirEntry[] => parseFhirEntries(fixture(`synthea/${file}`), 'json');
+const synthea = (file: string): FhirEntry[] => fhirJsonEntries(fixture(`synthea/${file}`));
 const hl7 = (...files: string[]): FhirEntry[] =>
-  parseFhirEntries(files.map((f) => JSON.stringify(JSON.parse(fixture(`hl7-examples/${f}`).toString('utf8')))).join('\n'), 'ndjson');
+  parseNdjsonEntries(files.map((f) => JSON.stringify(JSON.parse(fixture(`hl7-examples/${f}`).toString('utf8')))).join('\n'));
 
 const DEMO_YAML = readFileSync(new URL('../../studies/demo.yaml', import.meta.url), 'utf8');
 const demo: StudyDesign = parseStudyDesign(DEMO_YAML);
@@ -43,7 +44,7 @@ function savedFrom(values: Record<string, string>): MappingContext['saved'] {
 /** Every item of the result, and those of one resource. */
 const ofResource = (result: MappingResult, resource: string) => result.items.filter((i) => i.resource === resource);
 const place = (i: FhirImportItem) => [i.visit, i.form, i.field, i.resource, i.value];
-const isTable = (i: FhirImportItem) => i.form === 'mh' || i.form === 'cm';
+const isTable = (i: FhirImportItem) => i.row !== null;
 const UNIT: Record<string, string> = {
   sbp: 'mm[Hg]', dbp: 'mm[Hg]', hr: '/min', rr: '/min', temp: 'Cel', weight: 'kg', height: 'cm', hgb: 'g/dL', wbc: '10*3/uL',
   plt: '10*3/uL', hct: '%', glucose: 'mmol/L', creat: 'umol/L', chol: 'mmol/L', alt: 'U/L', egfr: 'mL/min/{1.73_m2}',
@@ -172,6 +173,116 @@ describe('mapToEcrf', function () {
         chosen_by: null,
         candidates: [],
       });
+    });
+  });
+
+  describe('ties, code variants and decimals (issue 24)', () => {
+    const glucose = (id: string, value: number, effective: string): fhir4.Observation => ({
+      resourceType: 'Observation', id, status: 'final', effectiveDateTime: effective,
+      code: { coding: [{ system: 'http://loinc.org', code: '2339-0', display: 'Glucose' }] },
+      valueQuantity: { value, unit: 'mg/dL', system: 'http://unitsofmeasure.org', code: 'mg/dL' },
+    });
+    // Enrolled 2020-03-15: 2020-03-15 is day 0, baseline.
+    const context = { enrolledOn: '2020-03-15', saved: nothingSaved };
+
+    it('makes two different values at the same instant a tie: no value, both candidates, skipped so save mode saves nothing', () => {
+      const result = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T08:00:00Z')], demo, context);
+      checkResult(result);
+      const [tie, other] = result.items;
+      expect(tie).to.include({ resource: 'Observation/g1', visit: 'baseline', form: 'lab_chem', field: 'glucose', value: null, state: 'skipped', reason: 'not_chosen', tie: true, chosen_by: null });
+      expect(tie.candidates.map((c) => [c.resource, c.value])).to.deep.equal([['Observation/g1', '5.0'], ['Observation/g2', '10.0']]);
+      expect(other).to.include({ resource: 'Observation/g2', form: null, state: 'skipped', reason: 'not_chosen' });
+      expect(other).not.to.have.property('tie');
+      expect(result.counts).to.include({ values: 0, skipped: 2 });
+    });
+
+    it('is a tie for first and last at the same instant, and for date-only values on the same day', () => {
+      for (const pick of ['first', 'last'] as const) {
+        const design = demoWith((d) => { d.fhir_mapping.observations.find((m) => m.field === 'glucose')!.pick = pick; });
+        const result = mapToEcrf([glucose('g1', 90, '2020-03-15'), glucose('g2', 180, '2020-03-15')], design, context);
+        expect(result.items[0], pick).to.include({ tie: true, value: null });
+      }
+    });
+
+    it('is no tie when the values are equal, when the instants differ, or when min/max can choose', () => {
+      const equal = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 90, '2020-03-15T08:00:00Z')], demo, context);
+      expect(equal.items[0]).to.include({ resource: 'Observation/g1', value: '5.0', state: 'new', chosen_by: 'nearest' }).and.not.to.have.property('tie');
+      // Equally far from the planned day (day −1 and day 1 around baseline's day 0 would fall outside its
+      // window, so: the same day, different times): nearest takes the later measurement.
+      const times = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T09:00:00Z')], demo, context);
+      expect(times.items.find((i) => i.state === 'new')).to.include({ resource: 'Observation/g2', value: '10.0' });
+      const design = demoWith((d) => { d.fhir_mapping.observations.find((m) => m.field === 'glucose')!.pick = 'max'; });
+      const max = mapToEcrf([glucose('g1', 90, '2020-03-15T08:00:00Z'), glucose('g2', 180, '2020-03-15T08:00:00Z')], design, context);
+      expect(max.items.find((i) => i.state === 'new')).to.include({ resource: 'Observation/g2', chosen_by: 'max' });
+    });
+
+    it('gives a tied vital sign its measurement date, so that a pick on the review page passes vsdate_with_values', () => {
+      const hr = (id: string, value: number): fhir4.Observation => ({
+        resourceType: 'Observation', id, status: 'final', effectiveDateTime: '2020-03-15T08:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
+        valueQuantity: { value, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+      });
+      const result = mapToEcrf([hr('h1', 70), hr('h2', 96)], demo, context);
+      expect(result.items.map((i) => [i.resource, i.field, i.value, i.tie ?? false])).to.deep.equal([
+        ['Observation/h1', 'hr', null, true],
+        ['Observation/h1', 'vsdate', '2020-03-15', false],
+        ['Observation/h2', null, null, false],
+      ]);
+    });
+
+    it('places haematocrit sent as 20570-8 and writes values with the field\'s decimals', () => {
+      const observation = (id: string, code: string, value: number, unit: string): fhir4.Observation => ({
+        resourceType: 'Observation', id, status: 'final', effectiveDateTime: '2020-03-15T08:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code }] },
+        valueQuantity: { value, unit, system: 'http://unitsofmeasure.org', code: unit },
+      });
+      const result = mapToEcrf([
+        observation('hct', '20570-8', 42, '%'),
+        observation('hgb', '718-7', 14, 'g/dL'),
+        observation('chol', '14647-2', 4.7, 'mmol/L'),
+      ], demo, context);
+      checkResult(result);
+      expect(result.items.map((i) => [i.resource, i.field, i.value, i.state])).to.deep.equal([
+        ['Observation/hct', 'hct', '42.0', 'new'],
+        ['Observation/hgb', 'hgb', '14.0', 'new'],
+        ['Observation/chol', 'chol', '4.70', 'new'],
+      ]);
+    });
+  });
+
+  describe('medication status: ended, ongoing, entered in error (issue 24)', () => {
+    const request = (id: string, status: fhir4.MedicationRequest['status'], validityEnd?: string): fhir4.MedicationRequest => ({
+      resourceType: 'MedicationRequest', id, status, intent: 'order', subject: { reference: 'Patient/p' }, authoredOn: '2016-05-02',
+      medicationCodeableConcept: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '834061', display: 'Penicillin V Potassium 250 MG' }] },
+      ...(validityEnd ? { dispenseRequest: { validityPeriod: { start: '2016-05-02', end: validityEnd } } } : {}),
+    });
+    const statement = (id: string, status: fhir4.MedicationStatement['status'], end?: string): fhir4.MedicationStatement => ({
+      resourceType: 'MedicationStatement', id, status, subject: { reference: 'Patient/p' },
+      medicationCodeableConcept: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '197361', display: 'Amlodipine 5 MG' }] },
+      effectivePeriod: { start: '2017-01-10', ...(end ? { end } : {}) },
+    });
+    const cells = (result: MappingResult, resource: string) =>
+      ofResource(result, resource).filter((i) => i.field === 'medications.stop' || i.field === 'medications.ongoing').map((i) => [i.field, i.value]);
+
+    it('marks the stop date UNK for a stopped or completed medication without an end, and keeps an active one open', () => {
+      const result = mapToEcrf([
+        request('stopped', 'stopped'),
+        request('completed', 'completed', '2016-05-12'),
+        request('active', 'active'),
+        statement('taken-until', 'completed'),
+        statement('stopped-at', 'stopped', '2017-03-01'),
+        request('error', 'entered-in-error'),
+        statement('error2', 'entered-in-error'),
+      ], demo, { enrolledOn: '2018-04-01', saved: nothingSaved });
+      checkResult(result);
+      expect(cells(result, 'MedicationRequest/stopped')).to.deep.equal([['medications.stop', 'UNK'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationRequest/completed')).to.deep.equal([['medications.stop', '2016-05-12'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationRequest/active')).to.deep.equal([['medications.ongoing', 'yes']]);
+      expect(cells(result, 'MedicationStatement/taken-until')).to.deep.equal([['medications.stop', 'UNK'], ['medications.ongoing', 'no']]);
+      expect(cells(result, 'MedicationStatement/stopped-at')).to.deep.equal([['medications.stop', '2017-03-01'], ['medications.ongoing', 'no']]);
+      expect(ofResource(result, 'MedicationRequest/error')).to.deep.equal([]);
+      expect(ofResource(result, 'MedicationStatement/error2')).to.deep.equal([]);
+      expect(result.items.filter((i) => i.field === 'medications.stop').every((i) => i.state === 'new' && i.visit === 'screening')).to.equal(true);
     });
   });
 
@@ -400,7 +511,7 @@ describe('mapToEcrf', function () {
       expect(result.counts).to.deep.equal({ values: 3, conflicts: 0, same: 1, skipped: 1, saved: 0 });
     });
 
-    it('maps laboratory examples: mmol/L glucose as is, a local code and component-only eGFR have no mapping', () => {
+    it('maps laboratory examples: mmol/L glucose as is, a local code has no mapping, eGFR (MDRD variants) from components', () => {
       const entries = hl7(
         'observation-example-f001-glucose.json',
         'observation-example-f005-hemoglobin.json',
@@ -413,8 +524,9 @@ describe('mapToEcrf', function () {
         ['Observation/f001', '15074-8', 'baseline', 'glucose', '6.3', '6.3', 'mmol/L', null],
         ['Observation/f005', '718-7', 'baseline', 'hgb', '7.2', '7.2', 'g/dL', null],
         ['Observation/f204', '20005', null, null, null, '122', 'umol/L', 'no_mapping'],
-        ['Observation/f205', '48643-1', null, null, null, '>60', 'mL/min/{1.73_m2}', 'no_mapping'],
-        ['Observation/f205', '48642-3', null, null, null, '60', 'mL/min/{1.73_m2}', 'no_mapping'],
+        // 48643-1 and 48642-3 are eGFR variants the demo mapping lists; ">60" is no number.
+        ['Observation/f205', '48643-1', 'baseline', 'egfr', null, '>60', 'mL/min/{1.73_m2}', 'invalid'],
+        ['Observation/f205', '48642-3', 'baseline', 'egfr', '60', '60', 'mL/min/{1.73_m2}', null],
       ]);
       // effectivePeriod.start, in UTC.
       expect(result.items[0].effective).to.equal('2013-04-02T08:30:10Z');
@@ -423,7 +535,6 @@ describe('mapToEcrf', function () {
     it('refuses a unit in another code system and a quantity with a comparator for numeric fields', () => {
       const design = demoWith((d) => {
         d.fhir_mapping.observations.push({ codes: [{ system: 'https://intranet.aumc.nl/labtestcodes', code: '20005' }], form: 'lab_chem', field: 'creat', pick: 'nearest', molar_mass: 113.12 });
-        d.fhir_mapping.observations.push({ codes: [{ system: 'http://loinc.org', code: '48643-1' }], form: 'lab_chem', field: 'egfr', pick: 'nearest' });
       });
       const result = mapToEcrf(hl7('observation-example-f204-creatinine.json', 'observation-example-f205-egfr.json'), design, {
         enrolledOn: '2013-04-04',
@@ -432,7 +543,7 @@ describe('mapToEcrf', function () {
       expect(result.items.map((i) => [i.resource, i.field, i.reason, i.unit])).to.deep.equal([
         ['Observation/f204', 'creat', 'unit_not_convertible', 'umol/L'], // unit coded in SNOMED CT (258814008)
         ['Observation/f205', 'egfr', 'invalid', 'mL/min/{1.73_m2}'], // "> 60" cannot be written as a number
-        ['Observation/f205', null, 'no_mapping', null],
+        ['Observation/f205', 'egfr', null, 'mL/min/{1.73_m2}'], // the panel's other eGFR, 60
       ]);
     });
   });
@@ -516,7 +627,9 @@ fhir_mapping:
       const result = mapToEcrf(entries, demo, { enrolledOn: '1992-12-05', saved: nothingSaved });
       checkResult(result);
       const mh = result.items.filter((i) => i.form === 'mh');
-      // 13 Conditions with onset before screening; the 7 that begin after it (fractures, lung cancer…) have no visit.
+      // 13 Conditions with onset before enrolment; of the 7 that begin after it, 2 (fractures on
+      // 1993-01-12, day 38, after week 4's window) are adverse-event candidates at week 12, the next visit
+      // with the ae form, and 5 (lung cancer…) begin after the last ae window.
       expect(new Set(mh.map((i) => i.row))).to.have.property('size', 13);
       expect(mh.every((i) => i.visit === 'screening' && i.instance === 1 && i.state === 'new')).to.equal(true);
       expect(ofResource(result, 'Condition/1905b4a4-66e1-4d63-afad-968ce206c983').map((i) => [i.field, i.row, i.value, i.original.value])).to.deep.equal([
@@ -526,7 +639,15 @@ fhir_mapping:
         ['conditions.ongoing', 0, 'yes', 'true'],
       ]);
       const lateConditions = result.items.filter((i) => i.resource.startsWith('Condition/') && i.reason === 'no_visit');
-      expect(lateConditions.map((i) => i.code.code)).to.deep.equal(['263102004', '443165006', '162573006', '254637007', '424132000', '10509002', '88805009']);
+      expect(lateConditions.map((i) => i.code.code)).to.deep.equal(['162573006', '254637007', '424132000', '10509002', '88805009']);
+      const candidates = result.items.filter((i) => i.resource.startsWith('Condition/') && i.form === 'ae');
+      expect(candidates.map((i) => [i.code.code, i.visit, i.field, i.row, i.value, i.state])).to.deep.equal([
+        ['263102004', 'week12', 'events.term', 0, 'Fracture subluxation of wrist', 'new'],
+        ['263102004', 'week12', 'events.onset', 0, '1993-01-12', 'new'],
+        ['443165006', 'week12', 'events.term', 1, 'Pathological fracture due to osteoporosis (disorder)', 'new'],
+        ['443165006', 'week12', 'events.onset', 1, '1993-01-12', 'new'],
+      ]);
+      expect(result.items.filter((i) => i.form === 'mh').every((i) => i.code.code !== '263102004' && i.code.code !== '443165006')).to.equal(true);
     });
 
     it('puts medications started before enrolment in screening and later ones at the next visit with the cm form', () => {
@@ -537,6 +658,7 @@ fhir_mapping:
         ['screening', 'medications.name', 0, 'Hydrochlorothiazide 25 MG'],
         ['screening', 'medications.code', 0, '316049'],
         ['screening', 'medications.start', 0, '1934-01-13'],
+        ['screening', 'medications.ongoing', 0, 'yes'], // active, no end date
       ]);
       // Started 1993-01-01 (day 27, in the week 4 window) and 1993-01-12 (day 38, between week 4 and week 12).
       expect(ofResource(result, 'MedicationRequest/45622f4c-99be-4652-8f78-e45db28ae4f7')[0]).to.include({ visit: 'week4', row: 0 });
@@ -600,6 +722,7 @@ fhir_mapping:
         ['medications.name', 0, 'Chlorthalidone 50mg tablet (product)', null],
         ['medications.start', 0, '2015-01-15', null],
         ['medications.stop', 0, '2016-01-15', null],
+        ['medications.ongoing', 0, 'no', null],
       ]);
       // A Medication outside the file: only the reference's display.
       expect(cells('MedicationRequest/medrx002')[0]).to.deep.equal(['medications.name', 1, 'prescribed medication', null]);
@@ -631,9 +754,9 @@ fhir_mapping:
 
     it('parses, validates, checks and maps the largest fixture (3.8 MB) in well under a second', () => {
       const body = fixture('synthea/smart-fletcher-hyatt-3794kb.json');
-      validateR4(parseFhirEntries(body, 'json')); // compiled before timing
+      validateR4(fhirJsonEntries(body)); // compiled before timing
       const start = performance.now();
-      const entries = parseFhirEntries(body, 'json');
+      const entries = fhirJsonEntries(body);
       validateR4(entries);
       checkPatientIdentity(entries, { subject: '01-001', sex: 'male', birthYear: 1915 });
       const result = mapToEcrf(entries, demo, { enrolledOn: '1992-12-05', saved: nothingSaved });

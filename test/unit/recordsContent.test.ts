@@ -65,6 +65,13 @@ describe('records: mergeContent applies what is sent onto what is saved', () => 
       content: { ...saved, tables: { meds: [{ name: 'Metformin' }, { name: 'Ramipril', start: '2025-01-01' }] } },
     },
     {
+      name: 'a date cell may hold a mark instead of a date (an ended medication whose stop date is unknown)',
+      base: EMPTY_CONTENT,
+      sent: { tables: { meds: [{ name: 'Penicillin', start: 'UNK' }, { name: 'Aspirin', start: ' ND ' }] } },
+      content: { ...EMPTY_CONTENT, tables: { meds: [{ name: 'Penicillin', start: 'UNK' }, { name: 'Aspirin', start: 'ND' }] } },
+    },
+    { name: 'a mark in a number cell', base: EMPTY_CONTENT, sent: { tables: { meds: [{ name: 'A', dose: 'UNK' }] } }, issues: [{ field: 'meds[0].dose', code: 'invalid_format' }] },
+    {
       name: 'an empty table empties it',
       base: saved,
       sent: { tables: { meds: [] } },

@@ -119,9 +119,10 @@ describe('parseStudyDesign', () => {
     it('maps conditions and medications to table columns', () => {
       expect(demo.fhir_mapping.conditions[0]).to.deep.include({
         form: 'mh', field: 'conditions', columns: { term: 'display', code: 'code', onset: 'onset', ongoing: 'ongoing' },
+        onset_after_enrolment: { form: 'ae', field: 'events', columns: { term: 'display', onset: 'onset' } },
       });
       expect(demo.fhir_mapping.medications[0]).to.deep.include({
-        form: 'cm', field: 'medications', columns: { name: 'display', code: 'code', start: 'start', stop: 'end' },
+        form: 'cm', field: 'medications', columns: { name: 'display', code: 'code', start: 'start', stop: 'end', ongoing: 'ongoing' },
       });
     });
 
@@ -251,6 +252,9 @@ describe('parseStudyDesign', () => {
         expected: [{ pointer: '/fhir_mapping/conditions/0/columns/zz', code: 'unknown_column' }] },
       { name: 'ongoing mapped to a text column', change: (d) => { d.fhir_mapping.conditions[0].columns.x = 'ongoing'; },
         expected: [{ pointer: '/fhir_mapping/conditions/0/columns/x', code: 'column_type_mismatch' }] },
+      { name: 'adverse-event candidates mapped to a field that is not a table',
+        change: (d) => { d.fhir_mapping.conditions[0].onset_after_enrolment = { form: d.fhir_mapping.conditions[0].form, field: 'a', columns: { x: 'display' } }; },
+        expected: [{ pointer: '/fhir_mapping/conditions/0/onset_after_enrolment/field', code: 'field_type_mismatch' }] },
       { name: 'medications mapped to an unknown form', change: (d) => { d.fhir_mapping.medications[0].form = 'nope'; },
         expected: [{ pointer: '/fhir_mapping/medications/0/form', code: 'unknown_form' }] },
       { name: 'medications mapped to an unknown field', change: (d) => { d.fhir_mapping.medications[0].field = 'nope'; },

@@ -20,7 +20,7 @@ export type FhirInput = readonly FhirEntry[] | readonly fhir4.Resource[];
 /**
  * Normalises the input of the identity check and the mapping. Bare resources get their array position
  * as `index` and no fullUrl, so `urn:uuid:` references to them cannot be resolved: pass the entries of
- * `parseFhirEntries` whenever the file was a Bundle.
+ * `entriesOfJson` and `parseNdjsonEntries` whenever the file was a Bundle.
  */
 export function toEntries(input: FhirInput): FhirEntry[] {
   return input.map((item, index) => (isEntry(item) ? item : { resource: item, index }));

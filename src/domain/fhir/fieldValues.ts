@@ -144,11 +144,13 @@ function timeValue(value: FhirValue): FieldValue {
 }
 
 /**
- * Converts a table cell's source (a text, a FHIR date or dateTime, or a yes/no flag) for its column:
- * dates become `YYYY-MM-DD` for a date column (a partial date is `invalid` there) and stay as written
- * in a text column; a choice column takes only an option code.
+ * Converts a table cell's source (a text, a FHIR date or dateTime, a yes/no flag, or the mark of an
+ * unknown date) for its column: dates become `YYYY-MM-DD` for a date column (a partial date is `invalid`
+ * there) and stay as written in a text column; a mark fills a date or text column as it is; a choice
+ * column takes only an option code.
  */
-export function toCellValue(source: string | boolean, column: ColumnDef, isDate: boolean): FieldValue {
+export function toCellValue(source: string | boolean, column: ColumnDef, isDate: boolean, isMark = false): FieldValue {
+  if (isMark && typeof source === 'string') return column.type === 'date' || column.type === 'text' ? ok(source) : invalid;
   if (typeof source === 'boolean') {
     if (column.type === 'yesno') return ok(source ? 'yes' : 'no');
     if (column.type === 'text') return ok(source ? 'yes' : 'no');

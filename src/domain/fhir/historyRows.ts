@@ -9,10 +9,11 @@ import { resolveReference, type ResourceIndex } from './fhirReferences.js';
 
 export type HistorySource = ConditionSource | MedicationSource;
 
-/** A source value: text or a FHIR date (`isDate`), or the `ongoing` flag. */
+/** A source value: text or a FHIR date (`isDate`), the `ongoing` flag, or the mark `UNK` of an unknown date (`mark`). */
 export interface SourceValue {
   value: string | boolean;
   isDate: boolean;
+  mark?: true;
 }
 
 /** One resource read as a table row, before it is placed in a visit. */
@@ -34,6 +35,8 @@ export const HISTORY_TYPES = new Set(['Condition', 'MedicationRequest', 'Medicat
 const IGNORED_CONDITION_VERIFICATION = new Set(['entered-in-error', 'refuted']);
 const IGNORED_REQUEST_STATUS = new Set(['entered-in-error', 'cancelled', 'draft']);
 const IGNORED_STATEMENT_STATUS = new Set(['entered-in-error', 'not-taken']);
+/** Medication statuses that say it is no longer taken, whether or not the resource says since when. */
+const ENDED_MEDICATION_STATUS = new Set(['stopped', 'completed']);
 /** Clinical statuses under which a condition without an abatement is no longer ongoing. */
 const ENDED_CLINICAL_STATUS = new Set(['inactive', 'remission', 'resolved']);
 
@@ -83,9 +86,8 @@ function requestRow(request: fhir4.MedicationRequest, systems: readonly string[]
   const bounds = request.dosageInstruction?.[0]?.timing?.repeat?.boundsPeriod;
   const validity = request.dispenseRequest?.validityPeriod;
   const start = bounds?.start ?? validity?.start ?? request.authoredOn;
-  const end = bounds?.end ?? validity?.end;
   if (start) sources.start = { value: start, isDate: true };
-  if (end) sources.end = { value: end, isDate: true };
+  medicationPeriodEnd(sources, request.status, bounds?.end ?? validity?.end);
   const dosage = dosageText(request.dosageInstruction);
   if (dosage) sources.dosage = { value: dosage, isDate: false };
   sources.status = { value: request.status, isDate: false };
@@ -97,13 +99,25 @@ function statementRow(statement: fhir4.MedicationStatement, systems: readonly st
   const concept = medicationConcept(statement, index);
   const sources = codedSources(concept, systems);
   const start = statement.effectivePeriod?.start ?? statement.effectiveDateTime;
-  const end = statement.effectivePeriod?.end;
   if (start) sources.start = { value: start, isDate: true };
-  if (end) sources.end = { value: end, isDate: true };
+  medicationPeriodEnd(sources, statement.status, statement.effectivePeriod?.end);
   const dosage = dosageText(statement.dosage);
   if (dosage) sources.dosage = { value: dosage, isDate: false };
   sources.status = { value: statement.status, isDate: false };
   return { coding: itemCoding(concept, systems), date: start ?? statement.dateAsserted ?? null, sources };
+}
+
+/**
+ * A medication's `end` and `ongoing`. One whose status says it ended carries that: its end date when the
+ * resource gives one, else the mark `UNK`, never an empty stop date, which on a concomitant-medication
+ * form reads as "still taken" (a 2016 penicillin course at a 2018 screening). An active one without an
+ * end date stays open.
+ */
+function medicationPeriodEnd(sources: Partial<Record<HistorySource, SourceValue>>, status: string, end: string | undefined): void {
+  const ended = ENDED_MEDICATION_STATUS.has(status);
+  if (end) sources.end = { value: end, isDate: true };
+  else if (ended) sources.end = { value: 'UNK', isDate: false, mark: true };
+  sources.ongoing = { value: !end && !ended, isDate: false };
 }
 
 /**

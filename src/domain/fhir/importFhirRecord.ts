@@ -52,7 +52,10 @@ export async function importFhirRecord(
   const { items } = mapToEcrf(input.entries, design, { enrolledOn: patient.enrolledOn, saved: savedLookup(current) });
   if (input.mode === 'save') {
     const maker: Actor = { kind: 'user', userId: key.makerId, name: key.makerName, via: 'fhir_save', keyName: key.keyName };
-    const fresh = new Set(items.flatMap((item, position) => (item.state === 'new' ? [position] : [])));
+    // Adverse-event candidates (conditions begun after enrolment) are for the site to judge, never saved here.
+    const candidateTables = new Set(design.fhir_mapping.conditions.flatMap((m) => (m.onset_after_enrolment ? [`${m.onset_after_enrolment.form}|${m.onset_after_enrolment.field}`] : [])));
+    const isCandidate = (item: FhirImportItem) => item.row !== null && candidateTables.has(`${item.form}|${item.field!.split('.')[0]}`);
+    const fresh = new Set(items.flatMap((item, position) => (item.state === 'new' && !isCandidate(item) ? [position] : [])));
     const records = itemRecords(patient.subject, items, fresh, current);
     const outcomes = await submitRecords(stores, maker, { siteIds: key.siteIds, unblinded: key.makerUnblinded }, study, records.map((r) => r.input), {
       validateOnly: false, source: 'fhir', fillOnly: true,
@@ -68,7 +71,8 @@ export async function importFhirRecord(
     });
   }
   const counts: FhirImportCounts = countItems(items);
-  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict');
+  // A tie is skipped, so save mode saved nothing for it, but it waits for the site team's pick.
+  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict' || i.tie === true);
   const status = input.mode === 'save' && !awaitingReview ? 'saved' : 'proposed';
   const number = await stores.fhirImports.nextNumber(patient.id);
   const id = await stores.fhirImports.insert(

@@ -20,7 +20,11 @@
  * Competing values. When several values fall on one place (same visit, form and field), the mapping's
  * `pick` chooses one; the chosen item lists all of them in `candidates` (itself first, the others in
  * time order) with `chosen_by`, and a value that was chosen nowhere gets one item skipped with reason
- * `not_chosen` and no place, as in the spec's example.
+ * `not_chosen` and no place, as in the spec's example. When the rule ranks different values equally
+ * (two creatinine results at the same instant), choosing the first in the file would decide silently
+ * what a reviewer must decide: the place is a tie, one item at the place (on the first tied value) with
+ * no value, `tie: true` and the tied values as `candidates`, skipped so that `mode=save` saves nothing
+ * for it and the review page asks the site team to pick.
  *
  * Measurement dates. A mapping with a `date_field` also fills that date field of its form with the
  * calendar day (in the sender's time zone) of the Observation chosen for its field, so that values such
@@ -33,14 +37,18 @@
  * Table fields (conditions, medications): one row per resource and one item per filled cell, with
  * `field` = `<table>.<column>` and `row` = the row index. History from before enrolment (by onset or
  * start date) goes to the first visit having the table's form (screening in the demo study), anything
- * later to the earliest visit having the form whose window ends on or after its date, and what starts
- * after the last such window has no visit (`slotRecording` in `visitWindows.ts`). An
+ * later to the earliest visit having the form whose window ends on or after its date, not to the visit
+ * whose window holds the date (a medication started on day 51 goes to week 12 in the demo study), and
+ * what starts after the last such window has no visit (`slotRecording` in `visitWindows.ts`). A
+ * condition with onset after the enrolment day is never medical history: it goes only to its mapping's
+ * `onset_after_enrolment` table, as an adverse-event candidate that `mode=save` does not save. An
  * imported row that matches a saved row of that table (same code, else same display, ignoring case)
  * takes that row's index and is compared with it cell by cell; any other row is appended after the
  * saved rows and is `new`.
  */
 import type {
   ColumnDef,
+  ConditionMapping,
   FieldDef,
   FormDef,
   ObservationMapping,
@@ -104,6 +112,8 @@ interface Candidate {
   instant: number;
   order: number;
   won: boolean;
+  /** The first of the values the rule could not choose between: it carries the place's tie item. */
+  tie: boolean;
 }
 
 type Part = { kind: 'item'; item: FhirImportItem } | Candidate | { kind: 'row'; items: FhirImportItem[] };
@@ -145,7 +155,7 @@ interface TableGroup {
 /**
  * Maps the file's values onto the eCRF.
  *
- * @param resources - the file's entries from `parseFhirEntries` (or bare resources, when no reference
+ * @param resources - the file's entries from `entriesOfJson` or `parseNdjsonEntries` (or bare resources, when no reference
  *   needs a Bundle fullUrl), already validated and identity-checked
  * @param design - the study design; pass the design as the key sees it, so that places on forms the key
  *   may not see come out as `no_mapping`
@@ -218,6 +228,7 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
         instant,
         order: order++,
         won: false,
+        tie: false,
       };
       let place = places.get(key);
       if (!place) {
@@ -248,9 +259,22 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
     const record: ValueRecord = { base, effective: date, mapped: mappings.length > 0, parts: [] };
     const localDay = localDate(date);
     const day = localDay === null ? null : dayNumber(localDay);
-    for (const mapping of mappings) {
+    const onsetDate = plain.sources.onset?.isDate ? localDate(String(plain.sources.onset.value)) : null;
+    const onsetDay = onsetDate === null ? null : dayNumber(onsetDate);
+    // A condition that began after the enrolment day is not medical history: only an adverse-event
+    // candidate. Any other condition (one present at enrolment, or undated) is history, at the first visit
+    // having the history form.
+    const isCondition = resource.resourceType === 'Condition';
+    const afterEnrolment = isCondition && onsetDay !== null && onsetDay > enrolmentDay;
+    const targets = afterEnrolment
+      ? mappings.flatMap((mapping) => {
+        const candidate = (mapping as ConditionMapping).onset_after_enrolment;
+        return candidate && fieldOf(forms.get(candidate.form), candidate.field)?.type === 'table' ? [{ systems: mapping.systems, ...candidate }] : [];
+      })
+      : mappings;
+    for (const mapping of targets) {
       const table = fieldOf(forms.get(mapping.form), mapping.field);
-      const slot = slotRecording(slots, day, mapping.form, enrolmentDay);
+      const slot = slotRecording(slots, isCondition && !afterEnrolment ? null : day, mapping.form, enrolmentDay);
       const row = historyRow(resource, mapping.systems, index);
       if (!table || table.type !== 'table' || !slot || !row) continue;
       const key = placeKey(slot, mapping.form, table.code);
@@ -374,12 +398,29 @@ function stateOf(value: string, saved: string | null, numeric: boolean): 'new' |
   return saved === value ? 'same' : 'conflict';
 }
 
-/** Picks the place's value by the mapping's rule and sets the chosen item's state against the saved value. */
+/**
+ * Picks the place's value by the mapping's rule and sets the chosen item's state against the saved value;
+ * or, when the best-ranked values differ, makes the place a tie.
+ */
 function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
   const { candidates } = place;
   let winner = candidates[0];
   for (const candidate of candidates.slice(1)) {
     if (compareRanks(rank(candidate, place), rank(winner, place)) < 0) winner = candidate;
+  }
+  const saved = savedAt(place.slot, place.form, place.field.code);
+  const tied = candidates.filter((c) => compareRanks(rank(c, place), rank(winner, place)) === 0);
+  if (new Set(tied.map((c) => c.number ?? c.item.value)).size > 1) {
+    winner.tie = true;
+    Object.assign(winner.item, {
+      value: null,
+      saved_value: saved,
+      state: 'skipped',
+      reason: 'not_chosen',
+      tie: true,
+      candidates: tied.map((c) => ({ resource: c.item.resource, value: c.item.value ?? '', effective: c.item.effective })),
+    });
+    return;
   }
   winner.won = true;
   const item = winner.item;
@@ -388,7 +429,6 @@ function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: st
     const others = candidates.filter((c) => c !== winner).sort((a, b) => a.instant - b.instant || a.order - b.order);
     item.candidates = [winner, ...others].map((c) => ({ resource: c.item.resource, value: c.item.value ?? '', effective: c.item.effective }));
   }
-  const saved = savedAt(place.slot, place.form, place.field.code);
   item.saved_value = saved;
   item.state = stateOf(item.value ?? '', saved, place.field.type === 'integer' || place.field.type === 'decimal');
 }
@@ -404,7 +444,8 @@ function fillMeasurementDates(
 ): void {
   const groups = new Map<string, { slot: VisitSlot; form: string; field: string; winners: Candidate[] }>();
   for (const place of places) {
-    const winner = place.candidates.find((c) => c.won);
+    // A tie's values were measured at the same instant, so its first value gives the day as well.
+    const winner = place.candidates.find((c) => c.won || c.tie);
     if (!place.dateField || !winner || fieldOf(forms.get(place.form), place.dateField)?.type !== 'date') continue;
     const key = placeKey(place.slot, place.form, place.dateField);
     let group = groups.get(key);
@@ -437,9 +478,10 @@ function fillMeasurementDates(
 }
 
 /**
- * A candidate's rank under the place's rule; lower is better, and equal ranks keep the file's order.
- * `nearest` counts whole days from the visit's target day and prefers the later measurement on a tie.
- * `min` and `max` fall back to `nearest` for a field that holds no number.
+ * A candidate's rank under the place's rule; lower is better. Equal ranks with different values are a
+ * tie (see `choose`); with equal values the file's order decides, which changes nothing.
+ * `nearest` counts whole days from the visit's target day and prefers the later measurement between
+ * days equally far. `min` and `max` fall back to `nearest` for a field that holds no number.
  */
 function rank(candidate: Candidate, place: Place): number[] {
   const nearest = [Math.abs(candidate.day - place.slot.target), -candidate.instant];
@@ -487,7 +529,7 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
       const base = { ...placed.base, original };
       const place = { form, field: `${table.code}.${column}`, row: rowIndex, visit: slot.visit.code, instance: INSTANCE, unit: unitOf(columnDef) };
       const saved = match === null ? null : savedRows[match][column];
-      const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate);
+      const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate, sourceValue.mark);
       if (!converted.ok) {
         placed.part.items.push(skippedAt(base, place, converted.reason, saved));
         continue;
@@ -519,7 +561,7 @@ function finalItems(record: ValueRecord): FhirImportItem[] {
   for (const part of record.parts) {
     if (part.kind === 'item') items.push(part.item);
     else if (part.kind === 'row') items.push(...part.items);
-    else if (part.won) items.push(part.item);
+    else if (part.won || part.tie) items.push(part.item);
     else lost = true;
   }
   if (items.length > 0) return items;

@@ -7,37 +7,22 @@
 import { DomainError } from '../errors.js';
 import type { FhirEntry } from './fhirEntry.js';
 
-/** How the body was sent: FHIR JSON (`application/fhir+json`) or NDJSON (`application/fhir+ndjson`). */
-export type FhirBodyType = 'json' | 'ndjson';
-
 const RESOURCE_TYPE = /^[A-Z][A-Za-z]+$/;
 
 /**
- * Parses the body into its resources: the `entry[].resource` of a Bundle, the resource itself, or one
- * resource per non-empty NDJSON line (a Bundle on a line counts as its entries).
+ * Parses an NDJSON body (`application/fhir+ndjson`) into its entries: one resource per non-empty line, a
+ * Bundle on a line counting as its entries (each keeps its `fullUrl`, which the identity check and the
+ * mapping need to resolve `urn:uuid:` references). A FHIR JSON body arrives parsed by the HTTP layer and
+ * goes through {@link entriesOfJson}.
  *
  * @throws DomainError `fhir_not_fhir` with `params.reason`, a short English sentence naming the line or
- *   entry at fault: the body is empty, not JSON, a JSON array or other non-object, has no
+ *   entry at fault: the body is empty, a line is not JSON, is a JSON array or other non-object, has no
  *   `resourceType`, or holds a Bundle entry without a resource.
  */
-export function parseFhirBody(body: string | Buffer, contentType: FhirBodyType): fhir4.Resource[] {
-  return parseFhirEntries(body, contentType).map((entry) => entry.resource);
-}
-
-/**
- * Like {@link parseFhirBody}, but keeps each Bundle entry's `fullUrl`, which the identity check and the
- * mapping need to resolve `urn:uuid:` references.
- */
-export function parseFhirEntries(body: string | Buffer, contentType: FhirBodyType): FhirEntry[] {
-  let text = typeof body === 'string' ? body : body.toString('utf8');
-  // A UTF-8 byte order mark is legal at the start of a JSON text sent by some Windows tools.
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+export function parseNdjsonEntries(body: string): FhirEntry[] {
+  // A UTF-8 byte order mark is legal at the start of a text sent by some Windows tools.
+  const text = body.charCodeAt(0) === 0xfeff ? body.slice(1) : body;
   const entries: FhirEntry[] = [];
-  if (contentType === 'json') {
-    if (text.trim() === '') throw notFhir('the body is empty');
-    collect(parseJson(text, 'the body'), 'the body', entries);
-    return entries;
-  }
   const lines = text.split('\n');
   let sawLine = false;
   for (let i = 0; i < lines.length; i++) {

@@ -13,9 +13,13 @@
  *   gate, automatic queries, audit), as the confirming person in the portal, with record source `fhir`.
  *   `choices` maps an item's position (its index in the import's items) to `fill` (a `new` item fills
  *   its empty place), `replace` (a `conflict` item replaces the saved value: an audited change with old
- *   and new value) or `keep` (a `conflict` item leaves the saved value). Items left out are not saved.
- *   Without `choices`, every `new` item fills its place and every conflict keeps the saved value, so a
- *   saved value is replaced only by an explicit choice.
+ *   and new value), `keep` (a `conflict` item leaves the saved value) or `candidate:<n>` (a tie takes its
+ *   n-th candidate's value, 0-based; it replaces a saved value, since picking is the explicit choice).
+ *   Items left out are not saved. Without `choices`, every `new` item fills its place and every conflict
+ *   keeps the saved value, so a saved value is replaced only by an explicit choice, and ties wait.
+ * - A table row is taken as one: filling one `new` cell of a row fills every `new` cell of that row, so
+ *   a condition never arrives as a code without its term. A conflicting cell still needs its own
+ *   `replace`.
  * - Nothing is saved unless everything chosen is: a place that changed since the import was made (a `new`
  *   place now filled, a saved value that differs from the one shown) refuses the confirmation with
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
@@ -56,7 +60,7 @@ export interface ImportRef {
 }
 
 /** What to do with one item: see the module comment. */
-export type ItemChoice = 'fill' | 'replace' | 'keep';
+export type ItemChoice = 'fill' | 'replace' | 'keep' | `candidate:${number}`;
 
 export interface DecisionResult {
   number: number;
@@ -104,17 +108,28 @@ export async function confirmImport(
   const identity = identityToLink(patient, found);
   const choices = resolveChoices(found.items, input.choices);
   const toSave = new Set([...choices].flatMap(([position, choice]) => (choice === 'keep' ? [] : [position])));
+  // A tie is saved with the value of the candidate picked for it.
+  const picked = new Map([...choices].flatMap(([position, choice]) => {
+    const index = candidateIndex(choice);
+    return index === null ? [] : [[position, found.items[position].candidates[index]] as const];
+  }));
+  const chosenItems = found.items.map((item, position) => {
+    const candidate = picked.get(position);
+    return candidate ? { ...item, value: candidate.value } : item;
+  });
 
   const ids = await stores.studies.designIds(study);
-  const locked = await lockRecords(stores, patient, found.items, toSave, ids);
-  const outdated = outdatedPositions(found.items, toSave, locked);
+  const locked = await lockRecords(stores, patient, chosenItems, toSave, ids);
+  const outdated = outdatedPositions(chosenItems, toSave, locked);
   if (outdated.length > 0) throw new DomainError('import_outdated', { subject: patient.subject, number: found.number, positions: outdated });
 
-  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
-  const records = itemRecords(patient.subject, found.items, toSave, locked);
+  // Each value's audit event says it came from this import (issue 24.5): the record's `source` is that of
+  // its first save, so the trail is where a reader tells FHIR values from typed ones.
+  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'fhir_review', importNumber: found.number };
+  const records = itemRecords(patient.subject, chosenItems, toSave, locked);
   const access = { siteIds: [...new Set(roles.flatMap((r) => r.siteIds))], unblinded: roles.some((r) => r.unblinded) };
   const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => r.input), { validateOnly: false, source: 'fhir' });
-  const refused = refusedItems(outcomes, records, found.items);
+  const refused = refusedItems(outcomes, records, chosenItems);
   if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
 
   const items = found.items.map((item) => ({ ...item }));
@@ -127,13 +142,14 @@ export async function confirmImport(
 
   const saved = changes.map((c) => c.position).sort((a, b) => a - b);
   const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
-  const leftOut = found.items.flatMap((item, position) => ((item.state === 'new' || item.state === 'conflict') && !choices.has(position) ? [position] : []));
+  const leftOut = found.items.flatMap((item, position) => ((item.state === 'new' || item.state === 'conflict' || item.tie) && !choices.has(position) ? [position] : []));
+  const ties = Object.fromEntries([...picked].map(([position, candidate]) => [position, candidate.resource]));
   await stores.audit.append([
     auditEntry(actor, study.id, {
       action: 'fhir.import_confirmed',
       patientId: patient.id,
       reason: `FHIR import ${found.number} confirmed on the patient's card`,
-      details: { import_id: found.id, number: found.number, saved, kept, left_out: leftOut, counts },
+      details: { import_id: found.id, number: found.number, saved, kept, left_out: leftOut, ties_picked: ties, counts },
     }),
     ...(identityLinked
       ? [auditEntry(actor, study.id, {
@@ -183,7 +199,13 @@ function identityToLink(patient: PatientRow, found: StoredFhirImport): { system?
   return [];
 }
 
-/** Each item's choice; checks that the choice fits the item's state. */
+/** The candidate a `candidate:<n>` choice picks, or null for the other choices. */
+function candidateIndex(choice: ItemChoice): number | null {
+  const match = /^candidate:(\d+)$/.exec(choice);
+  return match ? Number(match[1]) : null;
+}
+
+/** Each item's choice; checks that the choice fits the item's state, and takes table rows whole. */
 function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Record<number, ItemChoice>> | undefined): Map<number, ItemChoice> {
   if (choices === undefined) {
     return new Map(items.flatMap((item, position): [number, ItemChoice][] =>
@@ -192,11 +214,19 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
   const resolved = new Map<number, ItemChoice>();
   for (const [key, choice] of Object.entries(choices)) {
     const position = Number(key);
-    const state = items[position]?.state ?? null;
-    const fits = (choice === 'fill' && state === 'new') || ((choice === 'replace' || choice === 'keep') && state === 'conflict');
+    const item = items[position];
+    const state = item?.state ?? null;
+    const index = candidateIndex(choice);
+    const fits = (choice === 'fill' && state === 'new') || ((choice === 'replace' || choice === 'keep') && state === 'conflict') ||
+      (index !== null && item?.tie === true && index < item.candidates.length);
     if (!Number.isInteger(position) || !fits) throw new DomainError('invalid_import_choice', { position: key, choice, state });
     resolved.set(position, choice);
   }
+  const rowOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field!.split('.')[0]}|${item.row}`;
+  const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && items[position].row !== null ? [rowOf(items[position])] : [])));
+  items.forEach((item, position) => {
+    if (item.state === 'new' && item.row !== null && filledRows.has(rowOf(item))) resolved.set(position, 'fill');
+  });
   return resolved;
 }
 

@@ -53,11 +53,6 @@ export function convertUnit(value: number, fromUnit: string, toUnit: string, mol
   return converter ? converter(value) : null;
 }
 
-/** Whether {@link convertUnit} can convert between the two units. */
-export function isConvertible(fromUnit: string, toUnit: string, molarMass?: number): boolean {
-  return converterFor(fromUnit, toUnit, molarMass) !== null;
-}
-
 function converterFor(fromUnit: string, toUnit: string, molarMass: number | undefined): Converter | null {
   const key = `${fromUnit}\u0000${toUnit}\u0000${molarMass ?? ''}`;
   let converter = converters.get(key);
@@ -103,13 +98,15 @@ export function roundForField(value: number, field: NumericFieldDef): number {
 
 /**
  * A number written as the records call expects it for the field: digits with an optional leading `-`
- * and a dot, at most the field's decimals, without trailing zeros (`81.4`, `128`, `5.5`).
+ * and a dot. A field that sets `decimals` gets exactly that many (`5.0`, `4.70`), as the eCRF shows the
+ * value and a laboratory reports it; a decimal field without `decimals` drops trailing zeros (`5.55`,
+ * `123`), since those digits would claim a precision nobody stated.
  */
 export function formatForField(value: number, field: NumericFieldDef): string {
   const decimals = decimalsFor(value, field);
   const text = roundTo(value, decimals).toFixed(decimals);
-  const trimmed = text.includes('.') ? text.replace(/\.?0+$/, '') : text;
-  return trimmed === '-0' ? '0' : trimmed;
+  const trimmed = field.type === 'decimal' && field.decimals === undefined && text.includes('.') ? text.replace(/\.?0+$/, '') : text;
+  return /^-0(\.0*)?$/.test(trimmed) ? trimmed.slice(1) : trimmed;
 }
 
 function decimalsFor(value: number, field: NumericFieldDef): number {

@@ -1,4 +1,5 @@
 import { DomainError } from '../errors.js';
+import { dayNumber, localDate } from '../fhir/fhirDates.js';
 import type { FhirImportItem } from '../fhir/fhirImportItem.js';
 import { currentRecords, savedAt } from '../fhir/itemRecords.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
@@ -11,10 +12,17 @@ export interface ReviewItem extends FhirImportItem {
   /** The item's index in the import: the key of a choice when confirming. */
   position: number;
   fieldLabel: string | null;
-  /** What the place holds now (plain fields only); it may differ from `saved_value`, shown when the import was made. */
+  /** What the place holds now; it may differ from `saved_value`, shown when the import was made. */
   current: string | null;
   /** A pending item whose place changed after the import was made: confirming it would be refused. */
   changedSince: boolean;
+  /**
+   * Whether the item carries the "save" tick: every `new` plain value, and of a table row only its
+   * first `new` cell, since a row is taken or left as one.
+   */
+  rowLead: boolean;
+  /** Why the value is at this visit, as a portal message key and its parameters; null without a date. */
+  placement: { key: 'review.placedWindow' | 'review.placedNext' | 'review.placedHistory'; day: number } | null;
 }
 
 export interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
@@ -62,15 +70,32 @@ export async function importReview(
     return col ? `${field.label} — ${col.label}` : field.label;
   };
 
+  const enrolmentDay = dayNumber(patient.enrolledOn);
+  /** The placement rule that put the item at its visit (spec, `importFhirRecord`; design schema, mappings). */
+  const placementOf = (item: FhirImportItem): ReviewItem['placement'] => {
+    const date = localDate(item.effective);
+    const day = date === null || enrolmentDay === null ? null : dayNumber(date)! - enrolmentDay;
+    if (day === null || !item.visit) return null;
+    if (item.row === null) return { key: 'review.placedWindow', day };
+    return { key: day < 0 ? 'review.placedHistory' : 'review.placedNext', day };
+  };
+
   const groups = new Map<string, ReviewGroup>();
   const unplaced: ReviewItem[] = [];
+  const ledRows = new Set<string>();
   let hiddenItems = 0;
   found.items.forEach((item, position) => {
     const form = item.form ? forms.get(item.form) : undefined;
     if (form && formHidden(study, form, access.unblinded)) { hiddenItems++; return; }
-    const now = item.visit && item.form && item.field && item.row === null ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, null) : null;
+    const now = item.visit && item.form && item.field ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, item.row) : null;
     const pending = item.state === 'new' || item.state === 'conflict';
-    const view: ReviewItem = { ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && item.row === null && now !== item.saved_value };
+    const rowKey = `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field?.split('.')[0]}|${item.row}`;
+    const rowLead = item.state === 'new' && (item.row === null || !ledRows.has(rowKey));
+    if (rowLead && item.row !== null) ledRows.add(rowKey);
+    const view: ReviewItem = {
+      ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && item.row === null && now !== item.saved_value,
+      rowLead, placement: placementOf(item),
+    };
     const visit = item.visit ? visits.get(item.visit) : undefined;
     if (!visit || !form) { unplaced.push(view); return; }
     const key = `${visit.code}|${item.instance ?? 1}|${form.code}`;

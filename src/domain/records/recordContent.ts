@@ -77,6 +77,8 @@ export function mergeContent(form: FormDef, saved: RecordContent, sent: SentCont
   return { content: { values, notDone, tables }, issues };
 }
 
+const DATE_CELL_MARKS: ReadonlySet<string> = new Set<NotDoneMark>(['ND', 'UNK', 'NA']);
+
 function parseRows(table: TableFieldDef, rows: Record<string, string>[], issues: FieldIssue[]): TableRows {
   const columns = new Map<string, ColumnDef>(table.columns.map((c) => [c.code, c]));
   return rows.map((row, index) => {
@@ -86,6 +88,9 @@ function parseRows(table: TableFieldDef, rows: Record<string, string>[], issues:
       const column = columns.get(code);
       if (!column) { issues.push({ field: where, code: 'unknown_field' }); continue; }
       if (raw.trim() === '') continue;
+      // A table has no `not_done` of its own, so a date cell carries its mark as its value (spec, "Study
+      // design and field values"): an ended medication's unknown stop date is `UNK`, not empty.
+      if (column.type === 'date' && DATE_CELL_MARKS.has(raw.trim())) { out[code] = raw.trim(); continue; }
       const parsed = parseFieldValue(column, raw);
       if (!parsed.ok) issues.push({ field: where, code: parsed.code, params: parsed.params });
       else out[code] = parsed.canonical;

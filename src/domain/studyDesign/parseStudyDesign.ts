@@ -416,6 +416,7 @@ const MEDICATION_COLUMN_TYPES: Record<MedicationSource, readonly FieldType[]> = 
   end: ['date', 'text'],
   dosage: ['text'],
   status: ['text', 'choice'],
+  ongoing: ['yesno'],
 };
 
 function checkFhirMapping(design: StudyDesign, forms: Map<string, FormDef>, out: FieldError[]): void {
@@ -441,9 +442,9 @@ function checkFhirMapping(design: StudyDesign, forms: Map<string, FormDef>, out:
   });
 
   const checkTableMapping = <S extends string>(
-    list: TableMapping<S>[], section: string, columnTypes: Record<S, readonly FieldType[]>,
+    list: TableMapping<S>[], section: string, columnTypes: Record<S, readonly FieldType[]>, pointer = (i: number) => pointerOf('fhir_mapping', section, i),
   ) => list.forEach((mapping, i) => {
-    const at = pointerOf('fhir_mapping', section, i);
+    const at = pointer(i);
     const field = findField(forms, mapping.form, mapping.field, at, out);
     if (!field) return;
     if (field.type !== 'table') {
@@ -464,6 +465,12 @@ function checkFhirMapping(design: StudyDesign, forms: Map<string, FormDef>, out:
     }
   });
   checkTableMapping(conditions, 'conditions', CONDITION_COLUMN_TYPES);
+  conditions.forEach((mapping, i) => {
+    if (mapping.onset_after_enrolment) {
+      const at = pointerOf('fhir_mapping', 'conditions', i, 'onset_after_enrolment');
+      checkTableMapping([{ systems: mapping.systems, ...mapping.onset_after_enrolment }], 'onset_after_enrolment', CONDITION_COLUMN_TYPES, () => at);
+    }
+  });
   checkTableMapping(medications, 'medications', MEDICATION_COLUMN_TYPES);
 }
 

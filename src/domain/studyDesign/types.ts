@@ -160,7 +160,7 @@ export interface ObservationMapping {
 }
 
 export type ConditionSource = 'display' | 'code' | 'onset' | 'abatement' | 'ongoing';
-export type MedicationSource = 'display' | 'code' | 'start' | 'end' | 'dosage' | 'status';
+export type MedicationSource = 'display' | 'code' | 'start' | 'end' | 'dosage' | 'status' | 'ongoing';
 
 /** Copies each resource into one row of a table field; `columns` maps column code to source. */
 export interface TableMapping<Source extends string> {
@@ -173,7 +173,13 @@ export interface TableMapping<Source extends string> {
   columns: Record<DesignCode, Source>;
 }
 
-export type ConditionMapping = TableMapping<ConditionSource>;
+export interface ConditionMapping extends TableMapping<ConditionSource> {
+  /**
+   * Where a Condition whose onset is after the enrolment day goes instead, as an adverse-event candidate
+   * for the site's review (never saved by `mode=save`). Without it such a Condition has no place.
+   */
+  onset_after_enrolment?: Omit<TableMapping<ConditionSource>, 'systems'>;
+}
 export type MedicationMapping = TableMapping<MedicationSource>;
 
 export interface FhirMapping {

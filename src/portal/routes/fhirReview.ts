@@ -19,14 +19,18 @@ export type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
 /**
  * The choices a confirmation sends, built from the items on the page, never from positions the form
  * names: an item the person could not see or that is not pending cannot be chosen by a crafted post.
- * A new item is taken when ticked (always with "confirm all"); a conflict keeps the saved value unless
- * "replace" is chosen for it, so a saved value changes only by an explicit choice.
+ * A new item is taken when ticked (always with "confirm all"); a table row has one tick, on its first
+ * new cell, and `confirmImport` takes the row's other new cells with it. A conflict keeps the saved value
+ * unless "replace" is chosen for it, so a saved value changes only by an explicit choice; a tie is saved
+ * only with a candidate picked for it, also under "confirm all".
  */
 export function choicesOf(review: ImportReview, decision: Decision, form: Record<string, unknown>): Record<number, ItemChoice> {
   const choices: Record<number, ItemChoice> = {};
   for (const item of review.groups.flatMap((g) => g.items)) {
-    if (item.state === 'new' && (decision === 'confirm_all' || form[`take_${item.position}`] === 'on')) choices[item.position] = 'fill';
+    if (item.state === 'new' && item.rowLead && (decision === 'confirm_all' || form[`take_${item.position}`] === 'on')) choices[item.position] = 'fill';
     if (item.state === 'conflict') choices[item.position] = form[`conflict_${item.position}`] === 'replace' ? 'replace' : 'keep';
+    const pick = form[`tie_${item.position}`];
+    if (item.tie && typeof pick === 'string' && /^\d+$/.test(pick) && Number(pick) < item.candidates.length) choices[item.position] = `candidate:${Number(pick)}`;
   }
   return choices;
 }
