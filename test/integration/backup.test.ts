@@ -11,7 +11,7 @@ import { checkpointFiles, loadSigningKey } from '../../src/auditCheckpointFiles.
 import { checkpointEveryStudy } from '../../src/auditCheckpointSchedule.js';
 import { authenticateKey } from '../../src/domain/apiKeys/authenticateKey.js';
 import { importFhirRecord } from '../../src/domain/fhir/importFhirRecord.js';
-import { parseFhirEntries } from '../../src/domain/fhir/parseFhirBody.js';
+import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
@@ -70,7 +70,7 @@ describe('sdx backup and sdx restore', function () {
       await stores.patients.insert({ studyId: study.id, siteId: site.id, subject, sex: 'male', birthYear: 1988, enrolledOn: '2016-12-28' });
       await giveConsent(db.knex, world.code, subject, '2016-12-01');
       // Records, automatic queries and audit rows through the FHIR import's one write path.
-      await inTransaction(db.knex, async (s) => importFhirRecord(s, key, (await s.studies.findByCode(world.code))!, { subject, mode: 'save', entries: parseFhirEntries(BUSTER, 'json') }));
+      await inTransaction(db.knex, async (s) => importFhirRecord(s, key, (await s.studies.findByCode(world.code))!, { subject, mode: 'save', entries: fhirJsonEntries(BUSTER) }));
     }
     expect(Number((await db.knex('records').count('* as n').first())!.n)).to.be.above(4);
     await checkpointEveryStudy(db.knex, checkpointFiles(checkpointEnv.AUDIT_CHECKPOINT_DIR, loadSigningKey(checkpointEnv.AUDIT_SIGNING_KEY_FILE)));
