@@ -2,6 +2,8 @@
  * The admin command line `sdx`. It works on the same database as the service (DATABASE_URL, or the
  * embedded server of the data folder, joined if running). Every command takes `--json` and then
  * prints exactly one JSON object. The rules live in src/domain; this file only parses and prints.
+ * Migrations run as the schema's owner; every command, `demo` and `study load` included, then works as
+ * the service's runtime role, so that it can do no more than the service could (src/db/roles.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,8 +22,9 @@ import { loadStudy } from '../src/domain/studies/loadStudy.js';
 import { changeStudySettings } from '../src/domain/studies/studySettings.js';
 import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
-import { openDatabase, type Database } from '../src/db/knex.js';
-import { migrateToLatest } from '../src/db/migrator.js';
+import { NoEmbeddedDatabaseError } from '../src/db/embedded.js';
+import { openDatabase, openOwnerDatabase, type Database } from '../src/db/knex.js';
+import { prepareSchema } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
 import { translate } from '../src/handlers/messages/index.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
@@ -42,13 +45,24 @@ function print(result: Output, json: boolean): void {
   }
 }
 
-/** Opens the database, brings the schema up to date, runs one command and prints its result. */
-async function run(json: boolean, command: (db: Database) => Promise<Output>): Promise<void> {
+/**
+ * Opens the database, brings the schema up to date as its owner, runs one command as the runtime role
+ * and prints its result. Only `migrate` and `demo` may make a new, empty embedded database where there
+ * is none: any other command pointed at the wrong data folder says so rather than write where no one looks.
+ */
+async function run(json: boolean, command: (db: Database, migrated: string[]) => Promise<Output>, options: { create?: boolean } = {}): Promise<void> {
   let db: Database | undefined;
   try {
-    db = await openDatabase(loadConfig(), 2);
-    await migrateToLatest(db.knex);
-    print(await command(db), json);
+    const config = loadConfig();
+    const owner = await openOwnerDatabase(config, 1, options);
+    let migrated: string[];
+    try {
+      migrated = await prepareSchema(owner);
+      db = await openDatabase(config, 2);
+    } finally {
+      await owner.close();
+    }
+    print(await command(db, migrated), json);
   } catch (error) {
     printFailure(error, json);
   } finally {
@@ -68,6 +82,8 @@ async function runOverHttp(json: boolean, command: () => Promise<Output>): Promi
 function printFailure(error: unknown, json: boolean): void {
   const problem = isDomainError(error)
     ? { code: error.code, message: translate('en', `${error.code}.detail`, error.params), errors: error.fieldErrors }
+    : error instanceof NoEmbeddedDatabaseError
+      ? { code: 'no_database', message: error.message, errors: undefined }
     : error instanceof FhirPullError
       ? { code: error.code, message: error.message, errors: undefined }
       : { code: 'internal', message: error instanceof Error ? error.message : String(error), errors: undefined };
@@ -100,7 +116,7 @@ const program = new Command('sdx').description('Study Data Exchange administrati
 if (wantsJson) program.configureOutput({ writeErr: () => undefined });
 
 program.command('migrate').description('bring the database schema up to date').addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => ({ migrated: await migrateToLatest(db.knex) })));
+  .action((o) => run(o.json, async (_db, migrated) => ({ migrated }), { create: true }));
 
 const study = program.command('study').description('studies and their designs');
 study.command('load <file>').description('create a study from a design file (YAML)').addOption(jsonOption)
@@ -185,7 +201,7 @@ program.command('demo').description('load the demo study with a manager and site
       key: made.key,
       people: DEMO_PEOPLE.map((p) => ({ email: p.email, password: p.password, role: p.role })),
     };
-  }));
+  }, { create: true }));
 
 program.command('audit').description('the audit trail').command('verify').description('check the hash chain of a study\'s audit trail')
   .requiredOption('--study <code>').addOption(jsonOption)

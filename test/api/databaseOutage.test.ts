@@ -56,11 +56,15 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
     this.timeout(180_000);
     fs.rmSync(DATA_DIR, { recursive: true, force: true });
     const port = await freePort();
-    // The layout src/db/embedded.ts uses (the cluster in <DATA_DIR>/pg), so a service process can join it as its
-    // embedded server; trust on loopback, the only address it listens on, spares the test its password.
+    // The layout src/db/embedded.ts uses (the cluster in <DATA_DIR>/pg, its socket there), so a service process can join it
+    // as its embedded server; the test and the other process use loopback TCP. Trust, on loopback and the private socket
+    // (the only ways in), spares the test its password.
+    const cluster = path.join(DATA_DIR, 'pg');
     server = new EmbeddedPostgres({
-      databaseDir: path.join(DATA_DIR, 'pg'), port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
-      initdbFlags: ['--auth-host=trust'], postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => undefined, onError: () => undefined,
+      databaseDir: cluster, port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
+      initdbFlags: ['--auth-host=trust', '--auth-local=trust'],
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${cluster}`],
+      onLog: () => undefined, onError: () => undefined,
     });
     await server.initialise();
     await server.start();
@@ -71,7 +75,8 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
     world = await createStudyWorld(db.knex);
     [services.direct, services.embedded] = await Promise.all([
       startServiceProcess({ DATABASE_URL: url }),
-      startServiceProcess({ DATABASE_URL: '', DATA_DIR, EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_DATABASE: DATABASE }),
+      // No port: the joining process takes the server's address from its postmaster.pid.
+      startServiceProcess({ DATABASE_URL: '', DATA_DIR, EMBEDDED_PG_DATABASE: DATABASE }),
     ]);
     const enrolled = await fetch(`${services.direct.baseUrl}/api/v1/studies/${world.code}/patients`, {
       method: 'POST',

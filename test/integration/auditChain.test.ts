@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import type { Knex } from 'knex';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { verifyAuditTrail } from '../../src/domain/studies/verifyAuditTrail.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStudyWorld, demoDesign, operator } from '../helpers/factories.js';
-import { resetDatabase, testDatabase, testEnv } from '../helpers/testDatabase.js';
+import { resetDatabase, testDatabase, testEnv, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 const run = promisify(execFile);
 
@@ -15,6 +16,15 @@ async function sdxVerify(study: string): Promise<any> {
   const result = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', 'audit', 'verify', '--study', study, '--json'], { env: { ...process.env, ...testEnv } })
     .catch((e: { stdout: string; code: number }) => e);
   return { ...JSON.parse(String(result.stdout).trim()), exit: (result as { code?: number }).code ?? 0 };
+}
+
+/** A change behind the service's back: only the table's owner can switch its trigger off, here for one transaction. */
+async function tamper(change: (owner: Knex.Transaction) => Promise<unknown>): Promise<void> {
+  await (await testOwnerDatabase()).knex.transaction(async (trx) => {
+    await trx.raw('alter table audit_events disable trigger audit_events_append_only');
+    await change(trx);
+    await trx.raw('alter table audit_events enable trigger audit_events_append_only');
+  });
 }
 
 describe('the tamper-evident audit trail', () => {
@@ -51,12 +61,7 @@ describe('the tamper-evident audit trail', () => {
   it('lets sdx audit verify name the first row changed behind the service\'s back', async () => {
     expect(await sdxVerify('DEMO')).to.include({ ok: true, exit: 0 });
     const victim = (await db.knex('audit_events').orderBy('id').offset(2).first('id'))!.id;
-    await db.knex.raw('alter table audit_events disable trigger audit_events_append_only');
-    try {
-      await db.knex('audit_events').where({ id: victim }).update({ new_value: 'forged' });
-    } finally {
-      await db.knex.raw('alter table audit_events enable trigger audit_events_append_only');
-    }
+    await tamper((owner) => owner('audit_events').where({ id: victim }).update({ new_value: 'forged' }));
     expect(await sdxVerify('DEMO')).to.include({ ok: false, first_bad_row: victim, problem: 'altered', exit: 3 });
   });
 
@@ -67,12 +72,7 @@ describe('the tamper-evident audit trail', () => {
     const gap = (await createStores(db.knex).studies.findByCode('GAP'))!.id;
     const ids = (await db.knex('audit_events').where({ study_id: gap }).orderBy('id').select('id')).map((r: { id: number }) => r.id);
     expect((await verifyAuditTrail(createStores(db.knex), 'GAP')).ok).to.equal(true);
-    await db.knex.raw('alter table audit_events disable trigger audit_events_append_only');
-    try {
-      await db.knex('audit_events').where({ id: ids[2] }).delete();
-    } finally {
-      await db.knex.raw('alter table audit_events enable trigger audit_events_append_only');
-    }
+    await tamper((owner) => owner('audit_events').where({ id: ids[2] }).delete());
     expect(await verifyAuditTrail(createStores(db.knex), 'GAP')).to.deep.equal({ ok: false, rows: ids.length - 1, id: ids[3], problem: 'missing_before' });
   });
 });
