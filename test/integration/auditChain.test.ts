@@ -44,10 +44,12 @@ describe('the tamper-evident audit trail', () => {
     expect(verdict.rows).to.be.greaterThan(3);
   });
 
-  it('refuses UPDATE and DELETE of audit rows in the database itself', async () => {
-    const update = await db.knex('audit_events').update({ author: 'someone else' }).catch((e: Error) => e);
+  it('refuses UPDATE and DELETE of audit rows in the database itself, even to the table\'s owner', async () => {
+    // The service's runtime role is not even granted them (test/api/databaseRoles.test.ts): the trigger stops the owner.
+    const owner = (await testOwnerDatabase()).knex;
+    const update = await owner('audit_events').update({ author: 'someone else' }).catch((e: Error) => e);
     expect(String(update)).to.match(/append-only/);
-    const remove = await db.knex('audit_events').where('id', 1).delete().catch((e: Error) => e);
+    const remove = await owner('audit_events').where('id', 1).delete().catch((e: Error) => e);
     expect(String(remove)).to.match(/append-only/);
   });
 
