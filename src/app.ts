@@ -50,8 +50,9 @@ export function securityHeaders(config: Pick<Config, 'baseUrl'>): Record<string,
 
 /** PostgreSQL unreachable or shutting down: the client should retry, not fix its request. */
 function databaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string; name?: string };
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003'].includes(e.code ?? '')
+  const e = error as { code?: string; message?: string; name?: string; syscall?: string };
+  // ENOENT on connect: the embedded server's Unix socket is gone with the server (src/db/embedded.ts).
+  return (e.code === 'ENOENT' && e.syscall === 'connect') || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003'].includes(e.code ?? '')
     || e.name === 'KnexTimeoutError' || /Connection terminated|connection to server|Client has encountered a connection error/i.test(e.message ?? '');
 }
 

@@ -20,7 +20,7 @@ const NONE = 'test-output/embedded-none';
 
 /** The command line with only DATA_DIR chosen (nothing inherited points it elsewhere), and its one JSON object. */
 async function sdxIn(dataDir: string, ...args: string[]): Promise<any> {
-  const env = { ...process.env, NODE_ENV: 'test' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test' };
   for (const name of DATABASE_VARIABLES) delete env[name];
   const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...env, DATA_DIR: dataDir } })
     .catch((e: { stdout: string }) => e);
