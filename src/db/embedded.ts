@@ -45,7 +45,7 @@ function clusterDir(dataDir: string): string {
 }
 
 /** Whether the data folder holds a cluster (initdb ran there). */
-export function hasCluster(dataDir: string): boolean {
+function hasCluster(dataDir: string): boolean {
   return fs.existsSync(path.join(clusterDir(dataDir), 'PG_VERSION'));
 }
 
