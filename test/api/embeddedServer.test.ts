@@ -15,7 +15,7 @@ import { DATABASE_VARIABLES } from '../helpers/testDatabase.js';
  */
 
 const run = promisify(execFile);
-const FOLDERS = { a: 'test-output/embedded-a', b: 'test-output/embedded-b' } as const;
+const FOLDERS = { a: 'test-output/embedded-a', b: 'test-output/embedded-b', d: 'test-output/embedded-d' } as const;
 const NONE = 'test-output/embedded-none';
 
 /** The command line with only DATA_DIR chosen (nothing inherited points it elsewhere), and its one JSON object. */
@@ -46,8 +46,8 @@ function alive(pid: number): boolean {
 
 describe('the embedded server of a data folder', function () {
   this.timeout(180_000);
-  const services: Partial<Record<keyof typeof FOLDERS, ServiceProcess>> = {};
-  const keys: Partial<Record<keyof typeof FOLDERS, string>> = {};
+  const services: Partial<Record<'a' | 'b' | 'c' | 'd', ServiceProcess>> = {};
+  const keys: Partial<Record<'a' | 'b', string>> = {};
 
   before(async function () {
     this.timeout(300_000);
@@ -66,7 +66,7 @@ describe('the embedded server of a data folder', function () {
       startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.a) }),
       startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.b) }),
     ]);
-    for (const folder of Object.values(FOLDERS)) {
+    for (const folder of [FOLDERS.a, FOLDERS.b]) {
       const postmaster = postmasterOf(folder)!;
       expect(postmaster.socketDir).to.equal(path.resolve(folder, 'pg'));
       expect(postmaster.listen, 'no TCP address').to.equal('');
@@ -109,12 +109,28 @@ describe('the embedded server of a data folder', function () {
     expect(Date.now() - started).to.be.lessThan(10_000);
   });
 
-  it('stops the embedded server it started when SIGTERMed: no postmaster is left', async () => {
-    const service = services.a!;
+  it('leaves its embedded server running when it goes while another process still uses it', async () => {
+    services.c = await startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.a) });
     const { pid } = postmasterOf(FOLDERS.a)!;
-    service.kill('SIGTERM');
-    expect(await service.exited, service.output()).to.deep.equal({ code: 0, signal: null });
+    services.a!.kill('SIGTERM');
+    expect(await services.a!.exited, services.a!.output()).to.deep.equal({ code: 0, signal: null });
+    expect(alive(pid), 'the postmaster').to.equal(true);
+    const read = await fetch(`${services.c.baseUrl}/api/v1/studies/DEMO`, { headers: { authorization: `Bearer ${keys.a}` } });
+    expect(read.status).to.equal(200);
+  });
+
+  it('stops the embedded server when the last process using it is SIGTERMed, and one it started alone: no postmaster is left', async () => {
+    const { pid } = postmasterOf(FOLDERS.a)!;
+    services.c!.kill('SIGTERM');
+    expect(await services.c!.exited, services.c!.output()).to.deep.equal({ code: 0, signal: null });
     expect(alive(pid), 'the postmaster').to.equal(false);
     expect(postmasterOf(FOLDERS.a), 'a clean shutdown removes the pid file').to.equal(undefined);
+
+    services.d = await startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.d) });
+    const started = postmasterOf(FOLDERS.d)!.pid;
+    services.d.kill('SIGTERM');
+    expect(await services.d.exited, services.d.output()).to.deep.equal({ code: 0, signal: null });
+    expect(alive(started), 'the postmaster').to.equal(false);
+    expect(postmasterOf(FOLDERS.d)).to.equal(undefined);
   });
 });
