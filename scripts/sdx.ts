@@ -2,6 +2,8 @@
  * The admin command line `sdx`. It works on the same database as the service (DATABASE_URL, or the
  * embedded server of the data folder, joined if running). Every command takes `--json` and then
  * prints exactly one JSON object. The rules live in src/domain; this file only parses and prints.
+ * Migrations run as the schema's owner; every command, `demo` and `study load` included, then works as
+ * the service's runtime role, so that it can do no more than the service could (src/db/roles.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,8 +25,9 @@ import { changeStudySettings } from '../src/domain/studies/studySettings.js';
 import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
 import { backupDatabase, restoreDatabase } from '../src/db/backup.js';
-import { openDatabase, type Database } from '../src/db/knex.js';
-import { migrateToLatest } from '../src/db/migrator.js';
+import { NoEmbeddedDatabaseError } from '../src/db/embedded.js';
+import { openDatabase, openOwnerDatabase, type Database } from '../src/db/knex.js';
+import { prepareSchema } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
 import { detailOf, negotiateLang } from '../src/handlers/messages/index.js';
 import { fieldMessage } from '../src/handlers/problem.js';
@@ -44,17 +47,47 @@ function print(result: Output, json: boolean): void {
   process.stdout.write(plainText(result));
 }
 
-/** Opens the database, brings the schema up to date (unless the command does), runs one command and prints its result. */
-async function run(json: boolean, command: (db: Database) => Promise<Output>, { migrate = true } = {}): Promise<void> {
+/**
+ * Opens the database, brings the schema up to date as its owner, runs one command as the runtime role
+ * and prints its result. Only `migrate` and `demo` may make a new, empty embedded database where there
+ * is none: any other command pointed at the wrong data folder says so rather than write where no one looks.
+ */
+async function run(json: boolean, command: (db: Database, migrated: string[]) => Promise<Output>, options: { create?: boolean } = {}): Promise<void> {
   let db: Database | undefined;
   try {
-    db = await openDatabase(loadConfig(), 2);
-    if (migrate) await migrateToLatest(db.knex);
-    print(await command(db), json);
+    const config = loadConfig();
+    const owner = await openOwnerDatabase(config, 1, options);
+    let migrated: string[];
+    try {
+      migrated = await prepareSchema(owner);
+      db = await openDatabase(config, 2);
+    } finally {
+      await owner.close();
+    }
+    print(await command(db, migrated), json);
   } catch (error) {
     printFailure(error, json);
   } finally {
     await db?.close();
+  }
+}
+
+/**
+ * Runs a command as the schema's owner, without migrating first: `restore`, which brings an empty
+ * database to its backup's schema itself, may make the embedded database, and afterwards gives the
+ * runtime role its access to what it made.
+ */
+async function runAsOwner(json: boolean, command: (owner: Database) => Promise<Output>): Promise<void> {
+  let owner: Database | undefined;
+  try {
+    owner = await openOwnerDatabase(loadConfig(), 2, { create: true });
+    const output = await command(owner);
+    await prepareSchema(owner);
+    print(output, json);
+  } catch (error) {
+    printFailure(error, json);
+  } finally {
+    await owner?.close();
   }
 }
 
@@ -78,6 +111,8 @@ function printFailure(error: unknown, json: boolean): void {
       message: detailOf(lang, error.code, error.params),
       errors: error.fieldErrors.map((e) => ({ pointer: e.pointer, code: e.code, message: fieldMessage(lang, e), params: e.params })),
     }
+    : error instanceof NoEmbeddedDatabaseError
+      ? { code: 'no_database', message: error.message, errors: undefined }
     : error instanceof FhirPullError
       ? { code: error.code, message: error.message, errors: undefined }
       : { code: 'internal', message: error instanceof Error ? error.message : String(error), errors: undefined };
@@ -112,7 +147,7 @@ const program = new Command('sdx').description('Study Data Exchange administrati
 if (wantsJson) program.configureOutput({ writeErr: () => undefined });
 
 program.command('migrate').description('bring the database schema up to date').addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => ({ migrated: await migrateToLatest(db.knex) })));
+  .action((o) => run(o.json, async (_db, migrated) => ({ migrated }), { create: true }));
 
 const study = program.command('study').description('studies and their designs');
 study.command('load <file>').description('create a study from a design file (YAML)').addOption(jsonOption)
@@ -200,7 +235,7 @@ program.command('demo').description('load the demo study with a manager and site
       key: made.key,
       people: DEMO_PEOPLE.map((p) => ({ email: p.email, password: p.password, role: p.role })),
     };
-  }));
+  }, { create: true }));
 
 /** A verdict as the audit commands print it: the chain's first bad row, or what the checkpoint finds missing, in words too. */
 function verdictOutput(code: string, verdict: AuditVerdict): Output {
@@ -241,10 +276,10 @@ program.command('backup <file>').description('write a consistent backup of the w
   }));
 program.command('restore <file>').description('load a backup into a database without data (a new data folder, or an empty database)')
   .addOption(jsonOption)
-  .action((file: string, o) => run(o.json, async (db) => {
-    const restored = await restoreDatabase(db.knex, db.url, file);
+  .action((file: string, o) => runAsOwner(o.json, async (owner) => {
+    const restored = await restoreDatabase(owner.knex, owner.url, file);
     return { file, rows: restored.rows, migrated_after: restored.migrated };
-  }, { migrate: false }));
+  }));
 
 const key = program.command('key').description('API keys');
 key.command('create <study>').description('make an API key; its value is shown once')

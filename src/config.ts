@@ -5,12 +5,17 @@ export interface Config {
   port: number;
   /** Public base address of the service, used in links such as a FHIR import's `review_url`. */
   baseUrl: string;
-  /** A PostgreSQL server to use; when absent the service runs an embedded one in `dataDir`. */
+  /** A PostgreSQL server to use, as the runtime role the service serves with; when absent the service runs an embedded one in `dataDir`. */
   databaseUrl: string | undefined;
+  /** With `databaseUrl`: the same database as the owner of its schema, for migrations; when absent `databaseUrl` is used for both. */
+  databaseOwnerUrl: string | undefined;
   /** Folder of the embedded PostgreSQL server and other local state. */
   dataDir: string;
-  /** Port the embedded PostgreSQL server listens on (loopback only). */
-  embeddedPgPort: number;
+  /**
+   * Port number of the embedded PostgreSQL server's Unix socket; it listens on no TCP port, and its socket is
+   * in the data folder, so no default can collide. A process joining a running server takes it from the server.
+   */
+  embeddedPgPort: number | undefined;
   /** Database name on the embedded server. */
   embeddedDatabase: string;
   /** Requests a key may make per 60-second window. */
@@ -59,13 +64,15 @@ function onOff(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean
 /** Reads the configuration from the environment; throws at start-up on a malformed value. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer('PORT', 8080, env);
+  if (env.DATABASE_OWNER_URL && !env.DATABASE_URL) throw new Error('DATABASE_OWNER_URL is the owner\'s address of the DATABASE_URL database: set DATABASE_URL too');
   const dataDir = path.resolve(env.DATA_DIR || 'data');
   return {
     port,
     baseUrl: (env.BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseOwnerUrl: env.DATABASE_OWNER_URL || undefined,
     dataDir,
-    embeddedPgPort: integer('EMBEDDED_PG_PORT', 54329, env),
+    embeddedPgPort: env.EMBEDDED_PG_PORT ? integer('EMBEDDED_PG_PORT', 0, env) : undefined,
     embeddedDatabase: env.EMBEDDED_PG_DATABASE || 'sdx',
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, env),
     validateResponses: env.VALIDATE_RESPONSES === '1' || env.NODE_ENV === 'test',

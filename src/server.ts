@@ -2,20 +2,31 @@ import type { Server } from 'node:http';
 import { createApp, createServices } from './app.js';
 import { scheduleAuditCheckpoints } from './auditCheckpointSchedule.js';
 import { loadConfig } from './config.js';
-import { openDatabase } from './db/knex.js';
-import { migrateToLatest } from './db/migrator.js';
+import { openDatabase, openOwnerDatabase } from './db/knex.js';
+import { prepareSchema } from './db/migrator.js';
 import { listen } from './listen.js';
 import { prepareR4Validator } from './domain/fhir/validateR4.js';
 
+/** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
+const DRAIN_MS = 6_000;
+/** Whatever state the database is in, the process is gone this long after SIGTERM. */
+const SHUTDOWN_MS = 10_000;
+
 /**
- * Starts the service: the database (embedded unless DATABASE_URL), migrations, then the HTTP
- * listener. SIGINT and SIGTERM let requests in flight finish, close the pool and stop the embedded
- * server if this process was its last user.
+ * Starts the service: the database (embedded unless DATABASE_URL), migrations as the schema's owner,
+ * then the HTTP listener, serving as the runtime role (src/db/roles.ts). SIGINT and SIGTERM let
+ * requests in flight finish, close the pool and stop the embedded server if this process was its
+ * last user; all of it in bounded time.
  */
 export async function startServer(): Promise<Server> {
   const config = loadConfig();
-  const db = await openDatabase(config, 20);
-  await migrateToLatest(db.knex);
+  const db = await openDatabase(config, 20, { create: true });
+  const owner = await openOwnerDatabase(config, 1);
+  try {
+    await prepareSchema(owner);
+  } finally {
+    await owner.close();
+  }
   // Compiling the FHIR R4 validators takes about a second: pay it at start-up, not on the first import.
   prepareR4Validator();
   const app = await createApp(createServices(config, db));
@@ -28,7 +39,12 @@ export async function startServer(): Promise<Server> {
     if (stopping) return;
     stopping = true;
     stopCheckpoints();
+    // The last resort: a step that hangs despite its own bounds must not keep the process up.
+    setTimeout(() => process.exit(1), SHUTDOWN_MS).unref();
+    // Requests waiting for a database that is gone would hold the listener open: after a while, they are cut.
+    const drained = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(async () => {
+      clearTimeout(drained);
       await db.close();
       process.exit(0);
     });

@@ -2,13 +2,13 @@
  * The bench database. In order of preference: `BENCH_DATABASE_URL` (a throwaway database, emptied
  * first); a throwaway database made for this run on the machine's PostgreSQL server at 127.0.0.1:5432
  * (as .ci/run does with scripts/testDatabase.mjs) and dropped at the end; otherwise the embedded server
- * in a data folder of its own (test-output/bench-pg, port 54349), so `make run`'s data is never touched;
+ * in a data folder of its own (test-output/bench-pg), so `make run`'s data is never touched;
  * BENCH_EMBEDDED=1 chooses the embedded server even when the other is there.
  */
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/db/knex.js';
+import { openDatabase, openOwnerDatabase, type Database } from '../../src/db/knex.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 
 export interface BenchDatabase extends Database {
@@ -44,7 +44,12 @@ async function admin(url: string, sql: string): Promise<void> {
 async function emptyAllTables(db: Database): Promise<void> {
   const { rows } = await db.knex.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
   if (rows.length === 0) return;
-  await db.knex.raw(`truncate ${rows.map((r: { tablename: string }) => `"${r.tablename}"`).join(', ')} restart identity cascade`);
+  // The audit trail refuses TRUNCATE by trigger; its owner switches that off inside this transaction only.
+  await db.knex.transaction(async (trx) => {
+    await trx.raw('alter table audit_events disable trigger audit_events_no_truncate');
+    await trx.raw(`truncate ${rows.map((r: { tablename: string }) => `"${r.tablename}"`).join(', ')} restart identity cascade`);
+    await trx.raw('alter table audit_events enable trigger audit_events_no_truncate');
+  });
 }
 
 /** How long settle waits at most for the autovacuum workers to finish. */
@@ -83,9 +88,9 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
     where = `throwaway database ${name} on the PostgreSQL server at 127.0.0.1:5432`;
     drop = () => admin(LOCAL_SERVER, `drop database if exists ${name} with (force)`);
   } else {
-    const config = loadConfig({ DATA_DIR: path.resolve('test-output/bench-pg'), EMBEDDED_PG_PORT: '54349', EMBEDDED_PG_DATABASE: 'sdx_bench' });
-    db = await openDatabase(config, 10);
-    where = `embedded PostgreSQL (test-output/bench-pg, port 54349): ${process.env.BENCH_EMBEDDED === '1' ? 'BENCH_EMBEDDED=1' : '127.0.0.1:5432 was not reachable'}`;
+    const config = loadConfig({ DATA_DIR: path.resolve('test-output/bench-pg'), EMBEDDED_PG_DATABASE: 'sdx_bench' });
+    db = await openOwnerDatabase(config, 10, { create: true });
+    where = `embedded PostgreSQL (test-output/bench-pg): ${process.env.BENCH_EMBEDDED === '1' ? 'BENCH_EMBEDDED=1' : '127.0.0.1:5432 was not reachable'}`;
   }
   await migrateToLatest(db.knex);
   await emptyAllTables(db);

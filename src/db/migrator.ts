@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
+import type { Database } from './knex.js';
+import { grantRuntimeAccess } from './roles.js';
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -23,8 +25,13 @@ const migrationSource: Knex.MigrationSource<Migration> = {
   getMigration: (migration) => import(pathToFileURL(path.join(MIGRATIONS_DIR, migration.file)).href),
 };
 
-/** Brings the schema up to date; safe to call from several processes at once (Knex takes a lock). */
+/**
+ * Brings the schema up to date; safe to call from several processes at once (Knex takes a lock).
+ * A schema already current is left alone without taking the lock, which the runtime role may not.
+ */
 export async function migrateToLatest(knex: Knex): Promise<string[]> {
+  const [, pending] = await knex.migrate.list({ migrationSource }).catch(() => [[], ['unknown']]);
+  if (pending.length === 0) return [];
   const [, applied] = await knex.migrate.latest({ migrationSource });
   return applied as string[];
 }
@@ -44,4 +51,11 @@ export async function migrateThrough(knex: Knex, names: string[]): Promise<void>
   await knex.migrate.latest({
     migrationSource: { ...migrationSource, getMigrations: async (loaders) => (await migrationSource.getMigrations(loaders)).filter((m) => wanted.has(m.name)) },
   });
+}
+
+/** Migrates as the owner, then gives the runtime role its access to what the migrations made (src/db/roles.ts). */
+export async function prepareSchema(owner: Database): Promise<string[]> {
+  const applied = await migrateToLatest(owner.knex);
+  if (owner.runtimeRole) await grantRuntimeAccess(owner.knex, owner.runtimeRole);
+  return applied;
 }

@@ -9,7 +9,7 @@ import { blockedIn, connectionsOf, until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { CASES } from '../helpers/syntheaCases.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * The service process killed with SIGKILL in the middle of a 500-record call and of a FHIR save, at
@@ -108,7 +108,8 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
    */
   async function killDuring(world: StudyWorld, request: Request, moment: Moment): Promise<void> {
     const victim = service;
-    const trx = moment.hold ? await knex().transaction() : undefined;
+    // As the owner: the service's runtime role may not lock the audit trail against writes.
+    const trx = moment.hold ? await (await testOwnerDatabase()).knex.transaction() : undefined;
     try {
       if (trx) await moment.hold!(trx, world);
       let answered = false;

@@ -59,7 +59,8 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
     world = await createStudyWorld(db.knex);
     [services.direct, services.embedded] = await Promise.all([
       startServiceProcess({ DATABASE_URL: url }),
-      startServiceProcess({ DATABASE_URL: '', DATA_DIR, EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_DATABASE: DATABASE }),
+      // No port: the joining process takes the server's address from its postmaster.pid.
+      startServiceProcess({ DATABASE_URL: '', DATA_DIR, EMBEDDED_PG_DATABASE: DATABASE }),
     ]);
     const enrolled = await fetch(`${services.direct.baseUrl}/api/v1/studies/${world.code}/patients`, {
       method: 'POST',

@@ -5,7 +5,7 @@ import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { blockedIn, until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * SIGTERM to a service process while a 500-record call is in flight: the test holds the audit trail's
@@ -49,7 +49,8 @@ describe('graceful shutdown of a service process', function () {
   });
 
   it('on SIGTERM refuses new connections, finishes the request in flight with its normal answer, then exits 0', async () => {
-    const hold = await app.db.knex.transaction();
+    // As the owner: the service's runtime role may not lock the audit trail against writes.
+    const hold = await (await testOwnerDatabase()).knex.transaction();
     let answered = false;
     let inFlight!: Promise<{ status: number; body: any }>;
     try {

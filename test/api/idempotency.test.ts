@@ -6,7 +6,7 @@ import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } fro
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
 import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * `Idempotency-Key` on the three write calls (spec: "Retries without duplicates"), through real HTTP on
@@ -83,7 +83,8 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
 
   /** Runs `inFlight` while a transaction holds `table` against writes, so requests sent meanwhile stay in flight. */
   async function holding<T>(table: string, inFlight: () => Promise<T>): Promise<T> {
-    const locker = await knex().transaction();
+    // As the owner: the service's runtime role may not lock the audit trail against writes.
+    const locker = await (await testOwnerDatabase()).knex.transaction();
     try {
       await locker.raw(`lock table ${table} in share mode`);
       return await inFlight();

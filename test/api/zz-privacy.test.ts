@@ -3,7 +3,7 @@ import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, demoDesign, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
 import { receivedBodies, startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * Read calls never return a patient's e-mail, PIN, date of birth, initials or birth year (spec,
@@ -25,7 +25,8 @@ const MARKS = {
 const TRIGGER = 'sdx_test_private_marks';
 
 before(async () => {
-  const knex = (await testDatabase()).knex;
+  // A trigger is a schema change: the owner's to make, never the service's runtime role's.
+  const knex = (await testOwnerDatabase()).knex;
   await knex.raw(`create or replace function ${TRIGGER}() returns trigger language plpgsql as $$
     begin
       new.email := coalesce(new.email, 'patient-' || new.id || '${MARKS.emailDomain}');
@@ -100,8 +101,9 @@ describe('privacy of the read calls (scans every response of the run)', () => {
     await app.db.knex('patients').update({ email: own.email, pin: own.pin, initials: own.initials, date_of_birth: own.dateOfBirth, birth_year: own.birthYear });
   });
   after(async () => {
-    await app.db.knex.raw(`drop trigger if exists ${TRIGGER} on patients`);
-    await app.db.knex.raw(`drop function if exists ${TRIGGER}()`);
+    const owner = (await testOwnerDatabase()).knex;
+    await owner.raw(`drop trigger if exists ${TRIGGER} on patients`);
+    await owner.raw(`drop function if exists ${TRIGGER}()`);
     await app.close();
   });
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { testEnv } from './testDatabase.js';
+import { DATABASE_VARIABLES, databaseEnv } from './testDatabase.js';
 
 /** A service process of its own: `node --import tsx src/server.ts` as a child, on the suite's database. */
 export interface ServiceProcess {
@@ -30,14 +30,14 @@ export function freePort(): Promise<number> {
 /**
  * Starts the real server in a second OS process with the suite's database settings (`testEnv`: the
  * TEST_DATABASE_URL database, or the same embedded server, which the child joins), so the two
- * processes share nothing but PostgreSQL.
+ * processes share nothing but PostgreSQL; or with the database `env` chooses.
  */
 export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
   const port = await freePort();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://127.0.0.1:${port}` };
   // The child must use exactly the suite's database: nothing inherited may point it elsewhere.
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'EMBEDDED_PG_PORT', 'EMBEDDED_PG_DATABASE']) delete childEnv[name];
-  Object.assign(childEnv, testEnv, env);
+  for (const name of DATABASE_VARIABLES) delete childEnv[name];
+  Object.assign(childEnv, databaseEnv(env), env);
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));

@@ -6,13 +6,14 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { checkpointFiles, loadSigningKey } from '../../src/auditCheckpointFiles.js';
 import { checkpointEveryStudy } from '../../src/auditCheckpointSchedule.js';
+import type { Knex } from 'knex';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { verifyAuditTrail } from '../../src/domain/studies/verifyAuditTrail.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStudyWorld, demoDesign, operator } from '../helpers/factories.js';
-import { resetDatabase, testDatabase, testEnv } from '../helpers/testDatabase.js';
+import { resetDatabase, testDatabase, testEnv, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 const run = promisify(execFile);
 
@@ -27,23 +28,25 @@ async function sdxAudit(command: 'verify' | 'checkpoint', study: string, options
 }
 const sdxVerify = (study: string) => sdxAudit('verify', study);
 
-/**
- * Runs SQL as an attacker with owner or superuser rights would: with every trigger off for the
- * transaction (the append-only guard, and a TRUNCATE guard too), not by asking the service.
- */
-async function tamper(db: Database, sql: string, bindings: unknown[] = []): Promise<void> {
-  await db.knex.transaction(async (trx) => {
-    await trx.raw('set local session_replication_role = replica');
-    await trx.raw(sql, bindings as never);
-  });
-}
-
 /** A study of its own with a few audited changes, for one tampering each. */
 async function auditedStudy(db: Database, code: string): Promise<number[]> {
   await createStudyWorld(db.knex, demoDesign(code));
   for (const locked of [true, false, true, false]) await inTransaction(db.knex, (s) => changeStudySettings(s, operator, code, { locked }));
   const id = (await createStores(db.knex).studies.findByCode(code))!.id;
   return (await db.knex('audit_events').where({ study_id: id }).orderBy('id').select('id')).map((r: { id: number }) => r.id);
+}
+
+/**
+ * A change behind the service's back, as an attacker with the owner's rights would make it: every trigger
+ * of the table (the append-only guard and the TRUNCATE guard) off for one transaction, which only the owner
+ * can do.
+ */
+async function tamper(change: (owner: Knex.Transaction) => Promise<unknown>): Promise<void> {
+  await (await testOwnerDatabase()).knex.transaction(async (trx) => {
+    await trx.raw('alter table audit_events disable trigger user');
+    await change(trx);
+    await trx.raw('alter table audit_events enable trigger user');
+  });
 }
 
 describe('the tamper-evident audit trail', () => {
@@ -63,10 +66,12 @@ describe('the tamper-evident audit trail', () => {
     expect(verdict.rows).to.be.greaterThan(3);
   });
 
-  it('refuses UPDATE and DELETE of audit rows in the database itself', async () => {
-    const update = await db.knex('audit_events').update({ author: 'someone else' }).catch((e: Error) => e);
+  it('refuses UPDATE and DELETE of audit rows in the database itself, even to the table\'s owner', async () => {
+    // The service's runtime role is not even granted them (test/api/databaseRoles.test.ts): the trigger stops the owner.
+    const owner = (await testOwnerDatabase()).knex;
+    const update = await owner('audit_events').update({ author: 'someone else' }).catch((e: Error) => e);
     expect(String(update)).to.match(/append-only/);
-    const remove = await db.knex('audit_events').where('id', 1).delete().catch((e: Error) => e);
+    const remove = await owner('audit_events').where('id', 1).delete().catch((e: Error) => e);
     expect(String(remove)).to.match(/append-only/);
   });
 
@@ -80,12 +85,7 @@ describe('the tamper-evident audit trail', () => {
   it('lets sdx audit verify name the first row changed behind the service\'s back', async () => {
     expect(await sdxVerify('DEMO')).to.include({ ok: true, exit: 0 });
     const victim = (await db.knex('audit_events').orderBy('id').offset(2).first('id'))!.id;
-    await db.knex.raw('alter table audit_events disable trigger audit_events_append_only');
-    try {
-      await db.knex('audit_events').where({ id: victim }).update({ new_value: 'forged' });
-    } finally {
-      await db.knex.raw('alter table audit_events enable trigger audit_events_append_only');
-    }
+    await tamper((owner) => owner('audit_events').where({ id: victim }).update({ new_value: 'forged' }));
     expect(await sdxVerify('DEMO')).to.include({ ok: false, first_bad_row: victim, problem: 'altered', exit: 3 });
   });
 
@@ -96,12 +96,7 @@ describe('the tamper-evident audit trail', () => {
     const gap = (await createStores(db.knex).studies.findByCode('GAP'))!.id;
     const ids = (await db.knex('audit_events').where({ study_id: gap }).orderBy('id').select('id')).map((r: { id: number }) => r.id);
     expect((await verifyAuditTrail(createStores(db.knex), 'GAP')).ok).to.equal(true);
-    await db.knex.raw('alter table audit_events disable trigger audit_events_append_only');
-    try {
-      await db.knex('audit_events').where({ id: ids[2] }).delete();
-    } finally {
-      await db.knex.raw('alter table audit_events enable trigger audit_events_append_only');
-    }
+    await tamper((owner) => owner('audit_events').where({ id: ids[2] }).delete());
     expect(await verifyAuditTrail(createStores(db.knex), 'GAP')).to.deep.equal({ ok: false, rows: ids.length - 1, id: ids[3], problem: 'missing_before' });
   });
 
@@ -122,7 +117,7 @@ describe('the tamper-evident audit trail', () => {
     it('catches the deletion of the newest row, which the chain alone lets pass', async () => {
       const ids = await auditedStudy(db, 'NEWEST');
       expect(await sdxAudit('checkpoint', 'NEWEST')).to.include({ written: true, exit: 0 });
-      await tamper(db, 'delete from audit_events where id = ?', [ids.at(-1)]);
+      await tamper((owner) => owner('audit_events').where({ id: ids.at(-1) }).delete());
       expect((await verifyAuditTrail(createStores(db.knex), 'NEWEST')).ok).to.equal(true);
       const verdict = await sdxVerify('NEWEST');
       expect(verdict).to.deep.include({ ok: false, problem: 'missing_after_checkpoint', missing_rows: { from: ids.length, to: ids.length }, exit: 3 });
@@ -139,7 +134,7 @@ describe('the tamper-evident audit trail', () => {
     it('catches rows deleted from the end and written on after, where the chain is whole again', async () => {
       const ids = await auditedStudy(db, 'REWRITE');
       expect(await sdxAudit('checkpoint', 'REWRITE')).to.include({ written: true, exit: 0 });
-      await tamper(db, 'delete from audit_events where id = ?', [ids.at(-1)]);
+      await tamper((owner) => owner('audit_events').where({ id: ids.at(-1) }).delete());
       await inTransaction(db.knex, (s) => changeStudySettings(s, operator, 'REWRITE', { locked: true }));
       expect(await sdxVerify('REWRITE')).to.include({ ok: false, problem: 'diverged_from_checkpoint', rows: ids.length, exit: 3 });
     });
@@ -147,7 +142,7 @@ describe('the tamper-evident audit trail', () => {
     it('catches the deletion of a middle row', async () => {
       const ids = await auditedStudy(db, 'MIDDLE');
       expect(await sdxAudit('checkpoint', 'MIDDLE')).to.include({ written: true, exit: 0 });
-      await tamper(db, 'delete from audit_events where id = ?', [ids[2]]);
+      await tamper((owner) => owner('audit_events').where({ id: ids[2] }).delete());
       expect(await sdxVerify('MIDDLE')).to.include({ ok: false, first_bad_row: ids[3], problem: 'missing_before', exit: 3 });
       // A chain broken inside is never re-anchored, whatever the reason given.
       expect(await sdxAudit('checkpoint', 'MIDDLE', ['--accept-loss', 'please'])).to.include({ written: false, reason: 'broken', problem: 'missing_before', exit: 3 });
@@ -178,7 +173,7 @@ describe('the tamper-evident audit trail', () => {
     it('catches a TRUNCATE of the whole audit table', async () => {
       const ids = await auditedStudy(db, 'CUT');
       expect(await sdxAudit('checkpoint', 'CUT')).to.include({ written: true, exit: 0 });
-      await tamper(db, 'truncate audit_events');
+      await tamper((owner) => owner.raw('truncate audit_events'));
       const verdict = await sdxVerify('CUT');
       expect(verdict).to.deep.include({ ok: false, rows: 0, problem: 'missing_after_checkpoint', missing_rows: { from: 1, to: ids.length }, exit: 3 });
       expect(verdict.message).to.match(new RegExp(`^missing rows 1\\.\\.${ids.length} after checkpoint of `));

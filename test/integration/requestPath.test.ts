@@ -9,7 +9,7 @@ import { insertRows } from '../../src/db/insertRows.js';
 import { openDatabase, type Database } from '../../src/db/knex.js';
 import { createStores } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, makeKey, type StudyWorld } from '../helpers/factories.js';
-import { resetDatabase, testConfig, testDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testConfig, testDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * The statements that every API request runs, merged or prepared for speed (bench/README.md): they
@@ -188,10 +188,11 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
   describe('insertRows', () => {
     before(async () => {
-      await db.knex.raw('create table if not exists insert_rows_probe (id serial primary key, label text, amount integer, at timestamptz, doc jsonb, flag boolean not null default true)');
+      // Made by the owner, as a migration would be: the runtime role gets its access by default privileges (src/db/roles.ts).
+      await (await testOwnerDatabase()).knex.raw('create table if not exists insert_rows_probe (id serial primary key, label text, amount integer, at timestamptz, doc jsonb, flag boolean not null default true)');
     });
     after(async () => {
-      await db.knex.raw('drop table if exists insert_rows_probe');
+      await (await testOwnerDatabase()).knex.raw('drop table if exists insert_rows_probe');
     });
 
     it('stores text, numbers, times and jsonb exactly as bound parameters would, and fills defaults', async () => {
