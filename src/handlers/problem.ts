@@ -31,6 +31,7 @@ const STATUS: Record<string, number> = {
   invalid_body: 422,
   unknown_form_or_visit: 422,
   unknown_site: 422,
+  subject_other_site: 422,
   unknown_subject: 422,
   consent_missing: 422,
   fhir_not_fhir: 422,

@@ -66,11 +66,13 @@ export interface paths {
          * @description Enrols a patient at one of the key's sites. Needs the enrol right.
          *
          *     Without `subject`, the service assigns the site's next patient number in the study's
-         *     `subject_format`. With a free `subject`, that subject is used. A taken subject gives 409
+         *     `subject_format`. With a free `subject` that carries its site's mark as `subject_format` places it
+         *     (at site 01 of `{site}-{seq:3}`: starts with `01-`), that subject is used. A taken subject gives 409
          *     `subject_taken`, so sending `subject` makes a retry safe. An `Idempotency-Key` makes any retry safe
          *     and returns the first answer again.
          *
-         *     Refusals: 422 `unknown_site` for a site that is not one of the key's sites. 422 `invalid_body` when
+         *     Refusals: 422 `unknown_site` for a site that is not one of the key's sites. 422 `subject_other_site`
+         *     for a `subject` without its site's mark. 422 `invalid_body` when
          *     the body does not match the schema, when `birth_year` is after the year of `enrolled_on`, or when
          *     `enrolled_on` is in the future. 423 `enrolment_closed` or `study_locked`.
          */
@@ -274,7 +276,7 @@ export interface components {
          *     | 409 | `subject_taken` |
          *     | 413 | `payload_too_large`, `too_many_records` |
          *     | 415 | `unsupported_media_type` |
-         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
+         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `subject_other_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
          *     | 423 | `study_locked`, `enrolment_closed` |
          *     | 431 | `request_too_large` (request line or headers over 16 KB, on any address; the answer is in English) |
          *     | 429 | `rate_limited` |
