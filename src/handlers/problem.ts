@@ -67,6 +67,12 @@ const STATUS: Record<string, number> = {
   invalid_import_choice: 422,
   import_outdated: 409,
   import_items_refused: 422,
+  // Consent recorded on the patient card or with `sdx patient consent` (src/domain/patients/recordConsent.ts).
+  consent_not_given: 409,
+  consent_dates: 422,
+  consent_date_invalid: 422,
+  consent_date_in_future: 422,
+  consent_date_before_birth: 422,
 };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
