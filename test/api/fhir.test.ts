@@ -61,7 +61,7 @@ describe('importFhirRecord', function () {
       key: world.key, body: { site: options.site ?? '01', sex, birth_year: birthYear, enrolled_on: enrolledOn },
     });
     expect(res.status).to.equal(201);
-    if (options.consent !== false) await giveConsent(app.db.knex, world.code, res.body.subject, '1900-01-01');
+    if (options.consent !== false) await giveConsent(app.db.knex, world.code, res.body.subject, enrolledOn);
     return res.body.subject;
   }
 
