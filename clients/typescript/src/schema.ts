@@ -185,8 +185,17 @@ export interface paths {
          *     * `mode=save`: at once saves the values that fill empty places and new records, through the same
          *       checks as the records call. Values that would change saved ones are left in the import for the
          *       site's review. The status is `saved` when nothing is left, `proposed` otherwise.
+         *     * A file that leaves nothing to review (no value maps to the eCRF, or every value equals the saved
+         *       one) is answered 201 with its counts, `status` `saved` and `needs_review` `false` in both modes: it
+         *       is kept for the record but never waits on the card. In `mode=review` nothing was saved then
+         *       (`counts.saved` is 0).
+         *     * The same content sent again for the same patient and mode while its import is still `proposed`
+         *       creates no second import: the call answers 200 with that import as it stands. The same content
+         *       means the same resources in the same order with the same values; blanks, member order, and a
+         *       Bundle versus NDJSON do not count. Once the import is decided, or saved, the same file makes a
+         *       new import.
          *
-         *     Both modes answer 201. Refusals keep nothing. They are 415 for another content type, 413 for a body
+         *     Both modes answer 201 for a new import. Refusals keep nothing. They are 415 for another content type, 413 for a body
          *     over 5 MB, and 422 `unknown_subject`, `fhir_other_patient`, `fhir_two_patients`,
          *     `fhir_identity_mismatch`, `fhir_not_fhir` or `consent_missing`. 423 `study_locked` refuses
          *     both modes.
@@ -694,10 +703,12 @@ export interface components {
             number: number;
             subject: string;
             /**
-             * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. This call returns `proposed` or `saved`.
+             * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review; also a file with nothing to review (nothing mapped, or every value equal to the saved one) in either mode. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. This call returns `proposed` or `saved`.
              * @enum {string}
              */
             status: "proposed" | "saved" | "confirmed" | "rejected";
+            /** @description Whether the import waits on the patient's card for the site team: `true` exactly when `status` is `proposed`. Always sent by this call. */
+            needs_review?: boolean;
             mode: components["schemas"]["FhirImportMode"];
             counts: components["schemas"]["FhirImportCounts"];
             /**
@@ -1424,7 +1435,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The import is created. In `review` mode its status is `proposed`. In `save` mode it is `saved` when nothing is left for review, and `proposed` when some values would change saved ones. */
+            /** @description The same content already waits for review as this import (`status` `proposed`); no new import was made. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImport"];
+                };
+            };
+            /** @description The import is created. Its status is `proposed` while values wait for the site's review, and `saved` when nothing is left for review: in `save` mode once every new value is saved, in both modes when the file holds nothing to review. */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
