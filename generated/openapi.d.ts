@@ -619,7 +619,7 @@ export interface components {
         FieldIssue: {
             /** @description Field code. A table cell is given as `<table>[<row>].<column>` with the 0-based row, for example `conditions[1].start`. */
             field: string;
-            /** @description Machine code, for example `unknown_field`, `invalid_format`, `not_an_option`, `too_many_decimals`, `too_long`, `invalid_character`, `required`, `value_and_mark`, `out_of_range`, `edit_check:<check code>`. */
+            /** @description Machine code, for example `unknown_field`, `invalid_format`, `not_an_option`, `too_many_decimals`, `too_long`, `invalid_character`, `required`, `value_and_mark`, `out_of_range`, `outside_visit_window`, `edit_check:<check code>`. */
             code: string;
             /** @description Localized message. */
             message: string;
@@ -662,7 +662,7 @@ export interface components {
             field: string;
             status: components["schemas"]["QueryStatus"];
             /**
-             * @description `range`: automatic, a value outside the field's range. `edit_check`: opened by an edit check. `manual`: opened by a person.
+             * @description `range`: automatic, a value outside the field's range, or a visit date outside its visit's window (its message says which). `edit_check`: opened by an edit check. `manual`: opened by a person.
              * @enum {string}
              */
             origin: "range" | "edit_check" | "manual";

@@ -194,7 +194,7 @@ export interface NewQuery {
   patientId: number;
   siteId: number;
   fieldCode: string;
-  origin: 'range' | 'edit_check' | 'manual';
+  origin: 'range' | 'edit_check' | 'visit_window' | 'manual';
   checkCode: string | null;
   message: string;
   openedBy: string;

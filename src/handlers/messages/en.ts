@@ -155,6 +155,7 @@ export const en: Record<string, string> = {
   'field.invalid_character': 'The text holds a character that cannot be stored (NUL or half of a surrogate pair).',
   'field.out_of_range.below': 'Value {value}{unit} is below the expected minimum {limit}{unit}.',
   'field.out_of_range.above': 'Value {value}{unit} is above the expected maximum {limit}{unit}.',
+  'field.outside_visit_window': 'Date {value} is outside the window of visit {visit}: {start} to {end}, counted from the enrolment date.',
   'field.unknown_form': 'The study has no form "{form}".',
   'field.unknown_visit': 'The study has no visit "{visit}".',
 };

@@ -153,6 +153,7 @@ export const ru: Record<string, string> = {
   'field.invalid_character': 'В тексте есть символ, который нельзя сохранить (NUL или половина суррогатной пары).',
   'field.out_of_range.below': 'Значение {value}{unit} ниже ожидаемого минимума {limit}{unit}.',
   'field.out_of_range.above': 'Значение {value}{unit} выше ожидаемого максимума {limit}{unit}.',
+  'field.outside_visit_window': 'Дата {value} вне окна визита {visit}: с {start} по {end}, считая от даты включения.',
   'field.unknown_form': 'В исследовании нет формы "{form}".',
   'field.unknown_visit': 'В исследовании нет визита "{visit}".',
 };
