@@ -169,7 +169,7 @@ describe('staff portal in a browser', () => {
     await page.click('#consent-form button[type=submit]');
     expect(new URL(page.url()).pathname).to.equal(`/p/${world.code}/s/${subject}`);
     expect(await page.textContent('dl.facts')).to.include('given on 2026-02-10');
-    expect(await page.locator('#audit tr', { hasText: 'consent.given' }).locator('.author').textContent()).to.equal(MANAGER.name);
+    expect(await page.locator('#audit tr', { hasText: /consent\.given|Consent given/ }).locator('.author').textContent()).to.equal(MANAGER.name);
     await browser.screenshot('15-consent-recorded');
 
     const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
