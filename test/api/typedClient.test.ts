@@ -211,7 +211,8 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       expect(waits).to.deep.equal([1000]);
       expect(replayed).to.deep.equal([null, 'true']);
       expect(Number(await importsOf('01-001'))).to.equal(before + 1);
-      expect(result).to.include({ subject: '01-001', number: before + 1, status: 'proposed' });
+      // A file with only the Patient maps no value, so its import needs no review (issue 19, point 6).
+      expect(result).to.include({ subject: '01-001', number: before + 1, status: 'saved', needs_review: false });
     });
 
     it('waits out a 503 for its Retry-After, then sends the records call once', async () => {
