@@ -4,6 +4,13 @@ import { jsonParameter } from './jsonParameter.js';
 
 export const TABLE = 'fhir_imports';
 
+function rowToImport(row: Record<string, any>): StoredFhirImport {
+  return {
+    id: row.id, studyId: row.study_id, patientId: row.patient_id, number: row.number, mode: row.mode, status: row.status,
+    counts: row.counts, fhirIdentity: row.fhir_identity, decidedAt: row.decided_at, decidedBy: row.decided_by, items: row.items,
+  };
+}
+
 export function fhirImportStore(db: Knex): FhirImportStore {
   return {
     async nextNumber(patientId) {
@@ -15,18 +22,19 @@ export function fhirImportStore(db: Knex): FhirImportStore {
       // The items go in the import's own row, as one json value (see the migration keeping them there).
       const [{ id }] = await db(TABLE).insert({
         study_id: row.studyId, patient_id: row.patientId, number: row.number, mode: row.mode, status: row.status,
-        api_key_id: row.apiKeyId, counts: JSON.stringify(row.counts), fhir_identity: JSON.stringify(row.fhirIdentity),
+        api_key_id: row.apiKeyId, counts: JSON.stringify(row.counts), fhir_identity: JSON.stringify(row.fhirIdentity), content_hash: row.contentHash,
         items: db.raw('?::json', [jsonParameter(items)]),
       }).returning('id');
       return id;
     },
-    async findForDecision(patientId, number): Promise<StoredFhirImport | undefined> {
+    async findProposedByContent(patientId, mode, contentHash) {
+      await db('patients').where({ id: patientId }).forUpdate().first('id');
+      const row = await db(TABLE).where({ patient_id: patientId, mode, content_hash: contentHash, status: 'proposed' }).first();
+      return row && rowToImport(row);
+    },
+    async findForDecision(patientId, number) {
       const row = await db(TABLE).where({ patient_id: patientId, number }).forUpdate().first();
-      if (!row) return undefined;
-      return {
-        id: row.id, studyId: row.study_id, patientId: row.patient_id, number: row.number, mode: row.mode, status: row.status,
-        counts: row.counts, fhirIdentity: row.fhir_identity, decidedAt: row.decided_at, decidedBy: row.decided_by, items: row.items,
-      };
+      return row && rowToImport(row);
     },
     async updateItems(importId, changes) {
       // One statement however many items change: each changed item gets its new state and row, in its place.

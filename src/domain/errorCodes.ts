@@ -24,4 +24,8 @@ export type ErrorCode =
   | 'dataset_not_found'
   // Refusals of the command line (scripts/sdx.ts) and of the people and study administration it drives.
   | 'study_exists' | 'design_invalid' | 'invalid_email' | 'invalid_name' | 'password_too_short' | 'user_not_found'
-  | 'role_not_found' | 'invalid_reads_limit' | 'consent_not_given' | 'consent_dates';
+  | 'role_not_found' | 'invalid_reads_limit' | 'consent_not_given' | 'consent_dates'
+  // Consent recorded on the patient card or with `sdx patient consent` (src/domain/patients/recordConsent.ts).
+  | 'consent_date_invalid' | 'consent_date_in_future' | 'consent_date_before_birth'
+  // Enrolment (src/domain/patients/enrolPatient.ts).
+  | 'subject_other_site';

@@ -196,7 +196,7 @@ export interface NewQuery {
   patientId: number;
   siteId: number;
   fieldCode: string;
-  origin: 'range' | 'edit_check' | 'manual';
+  origin: 'range' | 'edit_check' | 'visit_window' | 'manual';
   checkCode: string | null;
   message: string;
   openedBy: string;
@@ -295,7 +295,13 @@ export interface StoredFhirImport extends FhirImportRow {
 export interface FhirImportStore {
   /** The patient's next import number, taken under a lock on the patient so concurrent imports get distinct numbers. */
   nextNumber(patientId: number): Promise<number>;
-  insert(row: Omit<FhirImportRow, 'id'> & { studyId: number; apiKeyId: number | null }, items: FhirImportItem[]): Promise<number>;
+  /** `contentHash` is the SHA-256 of the file's resources (see `fhirContentHash`). */
+  insert(row: Omit<FhirImportRow, 'id'> & { studyId: number; apiKeyId: number | null; contentHash: string }, items: FhirImportItem[]): Promise<number>;
+  /**
+   * The patient's import of that mode and content still waiting for review, if any. Takes the lock on
+   * the patient first, as `nextNumber` does, so that the same file sent twice at once is imported once.
+   */
+  findProposedByContent(patientId: number, mode: 'review' | 'save', contentHash: string): Promise<StoredFhirImport | undefined>;
   /** The patient's import of that number with its items, row-locked to the end of the transaction so that decisions on it apply one after the other. */
   findForDecision(patientId: number, number: number): Promise<StoredFhirImport | undefined>;
   /** Sets the state and row of items, by position. */

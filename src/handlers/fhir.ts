@@ -19,12 +19,14 @@ export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, 
   return inTransaction(services.db.knex, (stores) => answerOnce(ctx, stores, request, async () => {
     const result = await importRecord(stores, key, study, { subject, mode, entries });
     return {
-      status: 201 as const,
+      // 200: the same content already waited for review as this import (issue 19, point 6).
+      status: result.repeated ? 200 as const : 201 as const,
       body: {
         import: `${study.code}-${result.subject}-${result.number}`,
         number: result.number,
         subject: result.subject,
         status: result.status,
+        needs_review: result.status === 'proposed',
         mode: result.mode,
         counts: result.counts,
         review_url: `${services.config.baseUrl}/p/${encodeURIComponent(study.code)}/s/${encodeURIComponent(result.subject)}/fhir/${result.number}`,

@@ -31,6 +31,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_body: 422,
   unknown_form_or_visit: 422,
   unknown_site: 422,
+  subject_other_site: 422,
   unknown_subject: 422,
   consent_missing: 422,
   fhir_not_fhir: 422,
@@ -76,8 +77,12 @@ const STATUS: Record<ErrorCode, number> = {
   user_not_found: 404,
   role_not_found: 404,
   invalid_reads_limit: 422,
+  // Consent recorded on the patient card or with `sdx patient consent` (src/domain/patients/recordConsent.ts).
   consent_not_given: 409,
   consent_dates: 422,
+  consent_date_invalid: 422,
+  consent_date_in_future: 422,
+  consent_date_before_birth: 422,
 };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -1,4 +1,5 @@
 import type { Next } from 'koa';
+import type { Actor } from '../domain/actor.js';
 import type { UserRow } from '../domain/stores.js';
 import type { PortalContext } from './portalState.js';
 
@@ -28,4 +29,10 @@ export async function signedIn(ctx: PortalContext, next: Next): Promise<void> {
 export function person(ctx: PortalContext): UserRow {
   if (!ctx.state.user) throw new Error('portal page reached without a signed-in person');
   return ctx.state.user;
+}
+
+/** The signed-in person as the author of a change made on a page: the audit trail names them. */
+export function portalActor(ctx: PortalContext): Actor {
+  const user = person(ctx);
+  return { kind: 'user', userId: user.id, name: user.name, via: 'portal' };
 }

@@ -61,7 +61,7 @@ describe('importFhirRecord', function () {
       key: world.key, body: { site: options.site ?? '01', sex, birth_year: birthYear, enrolled_on: enrolledOn },
     });
     expect(res.status).to.equal(201);
-    if (options.consent !== false) await giveConsent(app.db.knex, world.code, res.body.subject, '1900-01-01');
+    if (options.consent !== false) await giveConsent(app.db.knex, world.code, res.body.subject, enrolledOn);
     return res.body.subject;
   }
 
@@ -134,7 +134,8 @@ describe('importFhirRecord', function () {
     it('numbers a patient’s imports 1, 2, … and answers in Russian with lang=ru', async () => {
       const subject = await enrol('male', 1988, '2016-12-28');
       expect((await send(subject, synthea(BUSTER))).body.number).to.equal(1);
-      const second = await send(subject, synthea(BUSTER), { lang: 'ru' });
+      // Other content: the same file again would return import 1 while it waits (see "repeated and empty files").
+      const second = await send(subject, busterWith((b) => { b.entry[0].resource.language = 'en'; }), { lang: 'ru' });
       expect(second.status).to.equal(201);
       expect(second.body).to.include({ number: 2, import: `${world.code}-${subject}-2`, review_url: `http://sdx.test/p/${world.code}/s/${subject}/fhir/2` });
     });
@@ -190,7 +191,8 @@ describe('importFhirRecord', function () {
       const before = await footprint();
       const again = await send(subject, synthea(BUSTER));
       expect(again.status).to.equal(201);
-      expect(again.body).to.include({ number: 2, status: 'proposed' });
+      // Nothing is left to decide, so the import does not wait for review (issue 19, point 6).
+      expect(again.body).to.include({ number: 2, status: 'saved', needs_review: false });
       expectCountsOfItems(again.body);
       const states = (body: { items: Item[] }) => body.items.map((i: Item) => (i.state === 'saved' ? 'same' : i.state));
       expect(states(again.body)).to.deep.equal(states(saved.body));
@@ -215,6 +217,62 @@ describe('importFhirRecord', function () {
         expect((await savedRecord(subject, 'screening', 'vs'))!.values.sbp).to.equal('136');
       }
       expect(await app.db.knex('audit_events').where({ action: 'record.value_changed' })).to.deep.equal([]);
+    });
+  });
+
+  describe('repeated and empty files (issue 19, point 6)', () => {
+    const patientOnly = JSON.stringify({ resourceType: 'Bundle', type: 'collection', entry: [{ resource: { resourceType: 'Patient', id: 'p1', gender: 'male', birthDate: '1988-07-07' } }] });
+    const proposedImports = async (subject: string) => app.db.knex('fhir_imports as f').join('patients as p', 'p.id', 'f.patient_id')
+      .where({ 'p.subject': subject }).orderBy('f.number').select('f.number', 'f.status', 'f.mode');
+
+    it('answers a file from which nothing maps with 201, its counts, status saved and needs_review false, in both modes', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      for (const mode of ['review', 'save'] as const) {
+        const res = await send(subject, patientOnly, { mode });
+        expect(res.status, mode).to.equal(201);
+        expect(res.body, mode).to.include({ status: 'saved', needs_review: false, mode });
+        expect(res.body.counts, mode).to.deep.equal({ values: 0, conflicts: 0, same: 0, skipped: 0, saved: 0 });
+      }
+      expect(await proposedImports(subject)).to.deep.equal([{ number: 1, status: 'saved', mode: 'review' }, { number: 2, status: 'saved', mode: 'save' }]);
+    });
+
+    it('returns the waiting import (200) for the same content sent again, written differently, and makes no second one', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      const first = await send(subject, synthea(BUSTER));
+      expect(first.status).to.equal(201);
+      expect(first.body).to.include({ number: 1, status: 'proposed', needs_review: true });
+      const before = await footprint();
+      // The same resources again, then with other blanks and member order: the same content.
+      const bundle = JSON.parse(synthea(BUSTER).toString('utf8'));
+      const reordered = JSON.stringify(Object.fromEntries(Object.entries(bundle).reverse()), null, 2);
+      for (const body of [synthea(BUSTER), reordered]) {
+        const again = await send(subject, body);
+        expect(again.status).to.equal(200);
+        expect(again.body).to.deep.equal(first.body);
+      }
+      expect(await footprint()).to.deep.equal(before);
+      // Another mode, or other content, is another import.
+      const changed = await send(subject, busterWith((b) => { b.entry[0].resource.language = 'en'; }));
+      expect(changed.status).to.equal(201);
+      expect(changed.body.number).to.equal(2);
+    });
+
+    it('makes one import of the same file sent twice at once; the other call gets it with 200', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      const both = await Promise.all([1, 2].map(() => send(subject, synthea(BUSTER))));
+      expect(both.map((r) => r.status).sort()).to.deep.equal([200, 201]);
+      expect(both[0].body.number).to.equal(1);
+      expect(both[1].body.number).to.equal(1);
+      expect(await proposedImports(subject)).to.deep.equal([{ number: 1, status: 'proposed', mode: 'review' }]);
+    });
+
+    it('makes a new import of the same file once the waiting one is decided', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      expect((await send(subject, synthea(BUSTER))).status).to.equal(201);
+      await app.db.knex('fhir_imports').whereIn('patient_id', app.db.knex('patients').select('id').where({ subject })).update({ status: 'rejected' });
+      const again = await send(subject, synthea(BUSTER));
+      expect(again.status).to.equal(201);
+      expect(again.body).to.include({ number: 2, status: 'proposed' });
     });
   });
 

@@ -43,17 +43,39 @@ describe('createPatient', () => {
     ]);
   });
 
-  it('uses a free requested subject as given, even outside subject_format, and numbering then skips it', async () => {
-    const own = await enrol(enrolment({ subject: 'HIS-4711' }));
+  it('uses a free requested subject that carries its site\'s prefix, and numbering then skips it', async () => {
+    const own = await enrol(enrolment({ subject: '01-HIS4711' }));
     expect(own.status).to.equal(201);
-    expect(own.body).to.deep.equal({ subject: 'HIS-4711', site: '01' });
+    expect(own.body).to.deep.equal({ subject: '01-HIS4711', site: '01' });
     expect((await enrol(enrolment({ subject: '01-003' }))).body).to.deep.equal({ subject: '01-003', site: '01' });
     expect((await enrol(enrolment())).body).to.deep.equal({ subject: '01-004', site: '01' });
   });
 
+  it('refuses a subject without its site\'s mark with 422 subject_other_site, in English and Russian, and keeps nothing (issue 19.8)', async () => {
+    const before = await patientCount();
+    const res = await enrol(enrolment({ subject: '02-009' }));
+    expect(res.status).to.equal(422);
+    const detail = 'The patient ID "02-009" does not carry the mark of site 01 that the study\'s format {site}-{seq:3} gives it.';
+    expect(res.body).to.deep.include({ status: 422, code: 'subject_other_site', title: 'Patient ID of another site', detail });
+    expect(res.body.errors).to.deep.equal([{ pointer: '/subject', code: 'subject_other_site', message: detail }]);
+    for (const subject of ['HIS-4711', '01-', '001-1', '101-1']) expect((await enrol(enrolment({ subject }))).body.code, subject).to.equal('subject_other_site');
+    const ru = await enrol(enrolment({ site: '02', subject: '01-777' }), world.key, '?lang=ru');
+    expect(ru.status).to.equal(422);
+    expect(ru.body.title).to.equal('Номер пациента другого центра');
+    expect(ru.body.errors[0].message).to.equal('Номер пациента "01-777" не содержит обозначения центра 02, которое задаёт формат исследования {site}-{seq:3}.');
+    expect(await patientCount()).to.equal(before);
+  });
+
+  it('finds the site\'s mark at the end when the study\'s format puts the site last', async () => {
+    const fmt = await createStudyWorld(app.db.knex, demoDesign('SUFFIX', (d) => { d.subject_format = 'P{seq:4}-{site}'; }));
+    const send = (body: Record<string, unknown>) => app.call('POST', path(fmt.code), { key: fmt.key, body });
+    expect((await send(enrolment({ site: '02', subject: 'H4711-02' }))).body).to.deep.equal({ subject: 'H4711-02', site: '02' });
+    expect((await send(enrolment({ site: '02', subject: 'P0009-01' }))).body.code).to.equal('subject_other_site');
+  });
+
   it('refuses a taken subject with 409 subject_taken, pointing at /subject, and keeps nothing', async () => {
     const before = await patientCount();
-    const res = await enrol(enrolment({ site: '02', subject: '01-001' }));
+    const res = await enrol(enrolment({ subject: '01-001' }));
     expect(res.status).to.equal(409);
     expect(res.body).to.deep.include({ status: 409, code: 'subject_taken', title: 'Patient ID taken', detail: 'The patient ID "01-001" is already used in this study.' });
     expect(res.body.errors).to.deep.equal([{ pointer: '/subject', code: 'subject_taken', message: 'The patient ID "01-001" is already used in this study.' }]);
@@ -65,13 +87,13 @@ describe('createPatient', () => {
   });
 
   it('records the enrolment in the audit trail with the key\'s name plus " (API)" as author', async () => {
-    const res = await enrol(enrolment({ site: '02', sex: 'other', subject: 'AUDIT-1' }));
+    const res = await enrol(enrolment({ site: '02', sex: 'other', subject: '02-AUDIT1' }));
     expect(res.status).to.equal(201);
-    const patient = await app.db.knex('patients').where({ subject: 'AUDIT-1' }).first();
+    const patient = await app.db.knex('patients').where({ subject: '02-AUDIT1' }).first();
     const rows = await app.db.knex('audit_events').where({ patient_id: patient.id }).select('action', 'author', 'reason', 'actor_type', 'details');
     expect(rows).to.have.length(1);
     expect(rows[0]).to.deep.include({ action: 'patient.enrolled', author: 'Test system (API)', actor_type: 'api_key', reason: 'Data sent through the API key "Test system"' });
-    expect(rows[0].details).to.deep.include({ subject: 'AUDIT-1', site: '02', sex: 'other', assigned: false });
+    expect(rows[0].details).to.deep.include({ subject: '02-AUDIT1', site: '02', sex: 'other', assigned: false });
   });
 
   it('refuses a key without the enrol right (403 right_missing)', async () => {
@@ -120,9 +142,9 @@ describe('createPatient', () => {
   });
 
   it('accepts the enrolment date that is today somewhere on earth (a site east of UTC enrols on its own date)', async () => {
-    const res = await enrol(enrolment({ enrolled_on: latestToday(), subject: 'TODAY-1' }));
+    const res = await enrol(enrolment({ enrolled_on: latestToday(), subject: '01-TODAY1' }));
     expect(res.status).to.equal(201);
-    expect(res.body).to.deep.equal({ subject: 'TODAY-1', site: '01' });
+    expect(res.body).to.deep.equal({ subject: '01-TODAY1', site: '01' });
   });
 
   it('words the field errors in Russian for lang=ru', async () => {
@@ -162,9 +184,9 @@ describe('createPatient', () => {
   });
 
   it('gives a subject requested by two enrolments at once to one of them; the other gets 409', async () => {
-    const results = await Promise.all([1, 2].map(() => enrol(enrolment({ subject: 'TWICE-1' }))));
+    const results = await Promise.all([1, 2].map(() => enrol(enrolment({ subject: '01-TWICE1' }))));
     expect(results.map((r) => r.status).sort()).to.deep.equal([201, 409]);
-    expect(await app.db.knex('patients').where({ subject: 'TWICE-1' }).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
+    expect(await app.db.knex('patients').where({ subject: '01-TWICE1' }).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
   });
 
   it('moves on to the following number when a requested subject takes the next number while the enrolment is under way', async () => {

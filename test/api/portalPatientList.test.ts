@@ -79,9 +79,9 @@ describe('staff portal: the study\'s patient list, searched and paged', () => {
     expect((await site01.get(`/p/${world.code}?q=${'x'.repeat(5000)}`)).status, 'a very long search').to.equal(200);
 
     const own = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
-      key: world.key, body: { site: '01', subject: 'AbC-9', sex: 'male', birth_year: 1970, enrolled_on: '2026-01-10' },
+      key: world.key, body: { site: '01', subject: '01-AbC9', sex: 'male', birth_year: 1970, enrolled_on: '2026-01-10' },
     });
     expect(own.status).to.equal(201);
-    expect(subjectsOn((await site01.get(`/p/${world.code}?q=abc`)).html), 'any case').to.deep.equal(['AbC-9']);
+    expect(subjectsOn((await site01.get(`/p/${world.code}?q=abc`)).html), 'any case').to.deep.equal(['01-AbC9']);
   });
 });

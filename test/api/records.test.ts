@@ -70,7 +70,7 @@ describe('submitFormRecords', () => {
 
   /** Enrols a patient through the API and, unless told otherwise, records a consent. */
   async function newPatient(site = '01', options: { consent?: boolean; code?: string; key?: string } = {}): Promise<string> {
-    const subject = `T${site}-${String(++patientNo).padStart(4, '0')}`;
+    const subject = `${site}-T${String(++patientNo).padStart(4, '0')}`;
     const res = await app.call('POST', `/api/v1/studies/${options.code ?? world.code}/patients`, {
       key: options.key ?? world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-05', subject },
     });

@@ -29,7 +29,18 @@ type Spec = { paths: Record<string, Record<string, unknown>>; components: { sche
 const spec = yaml.load(readFileSync('spec/openapi.yaml', 'utf8')) as Spec;
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const ENROLMENT = { site: '01', sex: 'female', birth_year: 1960, enrolled_on: '2026-01-12' };
-const FHIR_PATIENT = JSON.stringify({ resourceType: 'Patient', id: 'p1', gender: 'female', birthDate: '1960-05-01' });
+/** The patient and one heart rate at baseline: a value to review, so the import waits, `proposed`. */
+const FHIR_RECORD = JSON.stringify({
+  resourceType: 'Bundle', type: 'collection', entry: [
+    { resource: { resourceType: 'Patient', id: 'p1', gender: 'female', birthDate: '1960-05-01' } },
+    {
+      resource: {
+        resourceType: 'Observation', id: 'hr1', status: 'final', subject: { reference: 'Patient/p1' }, effectiveDateTime: '2026-01-12T09:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] }, valueQuantity: { value: 64, unit: '/min', system: 'http://unitsofmeasure.org', code: '/min' },
+      },
+    },
+  ],
+});
 
 /** The service over a database of its own choosing, for the failures a healthy database never gives. */
 async function serveOver(connection: string, searchPath?: string): Promise<{ baseUrl: string; close(): Promise<void> }> {
@@ -69,7 +80,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       expect(enrolled.body.subject).to.equal('01-001');
       await giveConsent(knex, study.code, '01-001');
     }
-    const imported = await app.call('POST', `/api/v1/studies/${other.code}/fhir?subject=01-001`, { key: other.key, raw: FHIR_PATIENT, contentType: 'application/fhir+json' });
+    const imported = await app.call('POST', `/api/v1/studies/${other.code}/fhir?subject=01-001`, { key: other.key, raw: FHIR_RECORD, contentType: 'application/fhir+json' });
     expect(imported.status).to.equal(201);
     await addStaff(knex, 'demo-manager@sdx.test', { study: world.code, role: 'manager', canExport: true });
     manager = new PortalClient(app.baseUrl);

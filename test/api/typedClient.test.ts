@@ -64,12 +64,12 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     const enrol = async (body: Schemas['PatientEnrolment']) => unwrap(await client.POST('/api/v1/studies/{study_code}/patients', { ...path(world.code), body }));
     expect(await enrol({ site: '01', sex: 'female', birth_year: 1968, enrolled_on: '2026-03-02' })).to.deep.equal({ subject: '01-001', site: '01' });
     expect(await enrol({ site: '01', sex: 'male', birth_year: 1975, enrolled_on: '2026-03-03' })).to.deep.equal({ subject: '01-002', site: '01' });
-    expect(await enrol({ site: '02', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-04', subject: 'H-7731' })).to.deep.equal({ subject: 'H-7731', site: '02' });
-    const retry = await enrol({ site: '02', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-04', subject: 'H-7731' }).catch((e: unknown) => e);
+    expect(await enrol({ site: '02', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-04', subject: '02-H7731' })).to.deep.equal({ subject: '02-H7731', site: '02' });
+    const retry = await enrol({ site: '02', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-04', subject: '02-H7731' }).catch((e: unknown) => e);
     expect(retry).to.be.instanceOf(SdxApiError);
     expect(retry).to.include({ status: 409, code: 'subject_taken' });
     // Consent is recorded by the site team in the portal, never through the API.
-    for (const subject of ['01-001', '01-002', 'H-7731']) await giveConsent(app.db.knex, world.code, subject, '2026-02-01');
+    for (const subject of ['01-001', '01-002', '02-H7731']) await giveConsent(app.db.knex, world.code, subject, '2026-02-01');
   });
 
   it('sends visit forms and gets one result per record, in order', async () => {
@@ -80,7 +80,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
           { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-02-16', sbp: '138', dbp: '86', hr: '72', weight: '81.5' } },
           { subject: '01-001', visit: 'baseline', form: 'vs', values: { vsdate: '2026-03-02', sbp: '232', dbp: '95', hr: '78' } },
           { subject: '01-002', visit: 'screening', form: 'vs', status: 'draft', values: { vsdate: '2026-02-17', sbp: '124' } },
-          { subject: 'H-7731', visit: 'screening', form: 'vs', values: { vsdate: '2026-02-18', sbp: '128', dbp: '80', hr: '64' } },
+          { subject: '02-H7731', visit: 'screening', form: 'vs', values: { vsdate: '2026-02-18', sbp: '128', dbp: '80', hr: '64' } },
           { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-02-16', sbp: '140', dbp: '86', hr: '72' } },
         ],
       },
@@ -102,7 +102,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       ['01-001', 'screening', 'vs', 'complete', 'api'],
       ['01-001', 'baseline', 'vs', 'complete', 'api'],
       ['01-002', 'screening', 'vs', 'draft', 'api'],
-      ['H-7731', 'screening', 'vs', 'complete', 'api'],
+      ['02-H7731', 'screening', 'vs', 'complete', 'api'],
     ]);
     expect(rows[0].values).to.include({ sbp: '138', hr: '72' });
     const queries = [];
@@ -135,7 +135,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       body: {
         records: [
           { subject: '01-001', visit: 'screening', form: 'vs', update: true, values: { hr: '75' } },
-          { subject: 'H-7731', visit: 'baseline', form: 'vs', values: { vsdate: '2026-03-04', sbp: '126', dbp: '79', hr: '66' } },
+          { subject: '02-H7731', visit: 'baseline', form: 'vs', values: { vsdate: '2026-03-04', sbp: '126', dbp: '79', hr: '66' } },
         ],
       },
     }));
@@ -211,7 +211,8 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       expect(waits).to.deep.equal([1000]);
       expect(replayed).to.deep.equal([null, 'true']);
       expect(Number(await importsOf('01-001'))).to.equal(before + 1);
-      expect(result).to.include({ subject: '01-001', number: before + 1, status: 'proposed' });
+      // A file with only the Patient maps no value, so its import needs no review (issue 19, point 6).
+      expect(result).to.include({ subject: '01-001', number: before + 1, status: 'saved', needs_review: false });
     });
 
     it('waits out a 503 for its Retry-After, then sends the records call once', async () => {

@@ -13,7 +13,8 @@ const MANAGER = { email: 'manager@demo.test', name: 'Dana Manager' };
 /**
  * The staff portal in a real browser (headless Debian Chromium driven by playwright-core): sign-in,
  * a key made on the API page that works against the API and fails once revoked, and a FHIR import
- * confirmed item by item on its review page, its values then read back through the API. Each page
+ * confirmed item by item on its review page, its values then read back through the API, and consent
+ * recorded on a patient card, after which the patient's records are saved. Each page
  * visited is saved as a screenshot under test-output/screenshots/.
  */
 describe('staff portal in a browser', () => {
@@ -152,6 +153,30 @@ describe('staff portal in a browser', () => {
     expect(await audit.textContent()).to.include('Value changed');
     expect(await page.locator('#fhir-imports').textContent()).to.include('confirmed');
     await browser.screenshot('11-patient-card');
+  });
+
+  it('records consent on the patient card, after which a records call for the patient is saved (issue 19, point 2)', async () => {
+    const { page } = browser;
+    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-02' } });
+    const subject: string = enrolled.body.subject;
+    const records = { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-02-16', sbp: '126', dbp: '79', hr: '66' } }] };
+    const refused = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
+    expect(refused.body.results[0]).to.deep.include({ status: 'error', code: 'consent_missing' });
+
+    await page.goto(url(`/p/${world.code}/s/${subject}`));
+    expect(await page.textContent('#consent h2')).to.equal('Record consent');
+    await page.check('#consent-form input[name=change][value=given]');
+    await page.fill('#consent-form input[name=date]', '2026-02-10');
+    await browser.screenshot('14-consent-form');
+    await page.click('#consent-form button[type=submit]');
+    expect(new URL(page.url()).pathname).to.equal(`/p/${world.code}/s/${subject}`);
+    expect(await page.textContent('dl.facts')).to.include('given on 2026-02-10');
+    expect(await page.locator('#audit tr', { hasText: /consent\.given|Consent given/ }).locator('.author').textContent()).to.equal(MANAGER.name);
+    await browser.screenshot('15-consent-recorded');
+
+    const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
+    expect(saved.status).to.equal(200);
+    expect(['ok', 'warn']).to.include(saved.body.results[0].status);
   });
 
   it('shows the pages in Russian and signs out', async () => {

@@ -66,11 +66,13 @@ export interface paths {
          * @description Enrols a patient at one of the key's sites. Needs the enrol right.
          *
          *     Without `subject`, the service assigns the site's next patient number in the study's
-         *     `subject_format`. With a free `subject`, that subject is used. A taken subject gives 409
+         *     `subject_format`. With a free `subject` that carries its site's mark as `subject_format` places it
+         *     (at site 01 of `{site}-{seq:3}`: starts with `01-`), that subject is used. A taken subject gives 409
          *     `subject_taken`, so sending `subject` makes a retry safe. An `Idempotency-Key` makes any retry safe
          *     and returns the first answer again.
          *
-         *     Refusals: 422 `unknown_site` for a site that is not one of the key's sites. 422 `invalid_body` when
+         *     Refusals: 422 `unknown_site` for a site that is not one of the key's sites. 422 `subject_other_site`
+         *     for a `subject` without its site's mark. 422 `invalid_body` when
          *     the body does not match the schema, when `birth_year` is after the year of `enrolled_on`, or when
          *     `enrolled_on` is in the future. 423 `enrolment_closed` or `study_locked`.
          */
@@ -183,8 +185,17 @@ export interface paths {
          *     * `mode=save`: at once saves the values that fill empty places and new records, through the same
          *       checks as the records call. Values that would change saved ones are left in the import for the
          *       site's review. The status is `saved` when nothing is left, `proposed` otherwise.
+         *     * A file that leaves nothing to review (no value maps to the eCRF, or every value equals the saved
+         *       one) is answered 201 with its counts, `status` `saved` and `needs_review` `false` in both modes: it
+         *       is kept for the record but never waits on the card. In `mode=review` nothing was saved then
+         *       (`counts.saved` is 0).
+         *     * The same content sent again for the same patient and mode while its import is still `proposed`
+         *       creates no second import: the call answers 200 with that import as it stands. The same content
+         *       means the same resources in the same order with the same values; blanks, member order, and a
+         *       Bundle versus NDJSON do not count. Once the import is decided, or saved, the same file makes a
+         *       new import.
          *
-         *     Both modes answer 201. Refusals keep nothing. They are 415 for another content type, 413 for a body
+         *     Both modes answer 201 for a new import. Refusals keep nothing. They are 415 for another content type, 413 for a body
          *     over 5 MB, and 422 `unknown_subject`, `fhir_other_patient`, `fhir_two_patients`,
          *     `fhir_identity_mismatch`, `fhir_not_fhir` or `consent_missing`. 423 `study_locked` refuses
          *     both modes.
@@ -458,7 +469,7 @@ export interface components {
          *     | 409 | `subject_taken` |
          *     | 413 | `payload_too_large`, `too_many_records` |
          *     | 415 | `unsupported_media_type` |
-         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
+         *     | 422 | `invalid_body`, `unknown_form_or_visit`, `unknown_site`, `subject_other_site`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `idempotency_key_reused` |
          *     | 423 | `study_locked`, `enrolment_closed` |
          *     | 431 | `request_too_large` (request line or headers over 16 KB, on any address; the answer is in English) |
          *     | 429 | `rate_limited` |
@@ -803,7 +814,7 @@ export interface components {
         FieldIssue: {
             /** @description Field code. A table cell is given as `<table>[<row>].<column>` with the 0-based row, for example `conditions[1].start`. */
             field: string;
-            /** @description Machine code, for example `unknown_field`, `invalid_format`, `not_an_option`, `too_many_decimals`, `too_long`, `invalid_character`, `required`, `value_and_mark`, `out_of_range`, `edit_check:<check code>`. */
+            /** @description Machine code, for example `unknown_field`, `invalid_format`, `not_an_option`, `too_many_decimals`, `too_long`, `invalid_character`, `required`, `value_and_mark`, `out_of_range`, `outside_visit_window`, `edit_check:<check code>`. */
             code: string;
             /** @description Localized message. */
             message: string;
@@ -846,7 +857,7 @@ export interface components {
             field: string;
             status: components["schemas"]["QueryStatus"];
             /**
-             * @description `range`: automatic, a value outside the field's range. `edit_check`: opened by an edit check. `manual`: opened by a person.
+             * @description `range`: automatic, a value outside the field's range, or a visit date outside its visit's window (its message says which). `edit_check`: opened by an edit check. `manual`: opened by a person.
              * @enum {string}
              */
             origin: "range" | "edit_check" | "manual";
@@ -887,10 +898,12 @@ export interface components {
             number: number;
             subject: string;
             /**
-             * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. This call returns `proposed` or `saved`.
+             * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review; also a file with nothing to review (nothing mapped, or every value equal to the saved one) in either mode. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. This call returns `proposed` or `saved`.
              * @enum {string}
              */
             status: "proposed" | "saved" | "confirmed" | "rejected";
+            /** @description Whether the import waits on the patient's card for the site team: `true` exactly when `status` is `proposed`. Always sent by this call. */
+            needs_review?: boolean;
             mode: components["schemas"]["FhirImportMode"];
             counts: components["schemas"]["FhirImportCounts"];
             /**
@@ -1619,7 +1632,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The import is created. In `review` mode its status is `proposed`. In `save` mode it is `saved` when nothing is left for review, and `proposed` when some values would change saved ones. */
+            /** @description The same content already waits for review as this import (`status` `proposed`); no new import was made. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImport"];
+                };
+            };
+            /** @description The import is created. Its status is `proposed` while values wait for the site's review, and `saved` when nothing is left for review: in `save` mode once every new value is saved, in both modes when the file holds nothing to review. */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Actor } from '../actor.js';
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
+import { canonical } from '../idempotency/requestFingerprint.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
@@ -23,6 +25,17 @@ export interface FhirImportResult {
   mode: 'review' | 'save';
   counts: FhirImportCounts;
   items: FhirImportItem[];
+  /** True when the same content already waited for review as this import, which is returned instead of a new one. */
+  repeated: boolean;
+}
+
+/**
+ * SHA-256 (hex) of a file's resources in file order, each with its Bundle fullUrl, members sorted by name
+ * at every depth: the same record sent again, whitespace, member order or Bundle/NDJSON wrapping aside,
+ * has the same hash (issue 19, point 6).
+ */
+export function fhirContentHash(entries: readonly FhirEntry[]): string {
+  return createHash('sha256').update(JSON.stringify(canonical(entries.map((e) => [e.fullUrl ?? null, e.resource])))).digest('hex');
 }
 
 /**
@@ -31,6 +44,9 @@ export interface FhirImportResult {
  * import waits, `proposed`, on the patient's card. In save mode the values that fill empty places
  * and new records are saved at once through the records path, on behalf of the key's maker; a value
  * that would change a saved value is never saved that way and stays proposed for the site's review.
+ * A file that leaves nothing to review (nothing mapped, or every value equal to the saved one) ends
+ * `saved` in both modes, so it never shows as waiting. The same content sent again for the patient and
+ * mode while its import still waits returns that import instead of making a second one.
  */
 export async function importFhirRecord(
   stores: Stores,
@@ -46,6 +62,11 @@ export async function importFhirRecord(
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });
+  const contentHash = fhirContentHash(input.entries);
+  const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
+  if (waiting) {
+    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, repeated: true };
+  }
   const ids = await stores.studies.designIds(study);
   const design = designForKey(study, await stores.studies.sites(study), key);
   const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
@@ -73,13 +94,13 @@ export async function importFhirRecord(
   const counts: FhirImportCounts = countItems(items);
   // A tie is skipped, so save mode saved nothing for it, but it waits for the site team's pick.
   const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict' || i.tie === true);
-  const status = input.mode === 'save' && !awaitingReview ? 'saved' : 'proposed';
+  const status = awaitingReview ? 'proposed' : 'saved';
   const number = await stores.fhirImports.nextNumber(patient.id);
   const id = await stores.fhirImports.insert(
-    { studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers },
+    { studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers, contentHash },
     items,
   );
   const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
   await stores.audit.append([auditEntry(actor, study.id, { action: `fhir.import_${status}`, patientId: patient.id, details: { import_id: id, number, mode: input.mode, counts } })]);
-  return { id, number, subject: patient.subject, status, mode: input.mode, counts, items };
+  return { id, number, subject: patient.subject, status, mode: input.mode, counts, items, repeated: false };
 }

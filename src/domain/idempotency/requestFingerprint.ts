@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** The same JSON data written one way: object members sorted by name at every depth, arrays in their order. */
-function canonical(value: unknown): unknown {
+export function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === 'object') {
     const object = value as Record<string, unknown>;

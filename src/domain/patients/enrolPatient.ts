@@ -3,7 +3,7 @@ import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, isDomainError, type FieldError } from '../errors.js';
 import type { AuditStore, PatientRow, PatientStore, SiteRow, StudyRow, StudyStore } from '../stores.js';
-import { subjectNumber } from './subjectNumber.js';
+import { carriesSite, subjectNumber } from './subjectNumber.js';
 
 export interface Enrolment {
   site: string;
@@ -64,6 +64,10 @@ export async function enrolPatient(
   let patient: PatientRow;
   if (input.subject !== undefined) {
     const subject = input.subject;
+    if (!carriesSite(study.subjectFormat, site.number, subject)) {
+      const params = { subject, site: site.number, format: study.subjectFormat };
+      throw new DomainError('subject_other_site', params, [{ pointer: '/subject', code: 'subject_other_site', params }]);
+    }
     patient = await stores.patients.insert({ ...row, subject }).catch((error: unknown) => {
       if (isDomainError(error) && error.code === 'subject_taken') {
         throw new DomainError('subject_taken', { subject }, [{ pointer: '/subject', code: 'subject_taken', params: { subject } }]);

@@ -1,26 +1,43 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PatientStore, StudyStore } from '../stores.js';
+import type { AuditStore, PatientRow, PatientStore, StudyStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
+import { latestToday } from './enrolPatient.js';
 
 export type ConsentChange = { given: string } | { withdrawn: string; dataUse: boolean };
+
+/** The day of a change: a real calendar day, not in the future anywhere on earth, not before the patient's birth year. */
+function checkConsentDate(date: string, patient: PatientRow, today: string): void {
+  const params = { subject: patient.subject, date, birth_year: patient.birthYear };
+  const day = new Date(`${date}T00:00:00Z`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== date) {
+    throw new DomainError('consent_date_invalid', params);
+  }
+  if (date > today) throw new DomainError('consent_date_in_future', params);
+  // A parent may consent for a newborn, so the birth year itself is allowed; the day of birth is not known.
+  if (Number(date.slice(0, 4)) < patient.birthYear) throw new DomainError('consent_date_before_birth', params);
+}
 
 /**
  * Records that a patient gave or withdrew consent. A withdrawal that covers the use of the data
  * already collected hides the patient from every read call from now on and leaves a removal
- * notice, so sponsors that loaded the data learn to delete it.
+ * notice, so sponsors that loaded the data learn to delete it. The command line and the patient card
+ * of the portal both come here (issue 19, point 2), so the same date rules hold for both.
+ * @param today - the latest date that is today somewhere on earth; a test may fix it
  */
 export async function recordConsent(
   stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore },
   actor: Actor,
   input: { study: string; subject: string; change: ConsentChange },
+  today = latestToday(),
 ): Promise<{ subject: string; consent: 'given' | 'withdrawn'; dataUseWithdrawn: boolean }> {
   const study = await requireStudy(stores.studies, input.study);
   const patient = await stores.patients.findBySubject(study.id, input.subject);
   if (!patient) throw new DomainError('unknown_subject', { subject: input.subject, study: study.code, variant: 'no_key' });
-  const latest = await stores.patients.latestConsent(patient.id);
   const change = input.change;
+  checkConsentDate('given' in change ? change.given : change.withdrawn, patient, today);
+  const latest = await stores.patients.latestConsent(patient.id);
   if ('given' in change) {
     await stores.patients.insertConsent(patient.id, { givenOn: change.given, withdrawnOn: null, dataUseWithdrawn: false });
   } else {

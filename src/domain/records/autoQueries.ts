@@ -1,12 +1,13 @@
 import jsonLogic from 'json-logic-js';
 import type { ColumnDef, EditCheckDef, FormDef } from '../studyDesign/types.js';
+import type { VisitWindowDates } from './visitDate.js';
 import { failingChecks } from './editChecks.js';
-import { typedValues, type RecordContent } from './recordContent.js';
+import { typedValues, type FieldIssueCode, type RecordContent } from './recordContent.js';
 
-/** Why an automatic query stands open on a field: a value out of range, or a failing edit check. */
+/** Why an automatic query stands open on a field: a value out of range, a failing edit check, or a visit date outside its window. */
 export interface QueryCause {
   field: string;
-  origin: 'range' | 'edit_check';
+  origin: 'range' | 'edit_check' | 'visit_window';
   checkCode: string | null;
   /** The query's text as stored (English: the site team's working language in the portal). */
   message: string;
@@ -46,12 +47,32 @@ function rangeCauses(form: FormDef, content: RecordContent): QueryCause[] {
       field.columns.flatMap((column) => rangeCause(column, `${field.code}[${index}].${column.code}`, row[column.code]))));
 }
 
-/** Every automatic-query cause of a record's content: range breaches and failing `query` edit checks. */
-export function queryCauses(form: FormDef, checks: EditCheckDef[], content: RecordContent): QueryCause[] {
+/**
+ * A visit date outside its visit's window counted from the enrolment date (issue 19, point 7): the
+ * visit happened on another day than the schedule allows, which the site must explain or correct.
+ */
+function windowCause(window: VisitWindowDates | null, content: RecordContent): QueryCause[] {
+  const date = window && content.values[window.field];
+  if (!window || !date || (date >= window.start && date <= window.end)) return [];
+  const params = { value: date, visit: window.visit, start: window.start, end: window.end };
+  return [{
+    field: window.field, origin: 'visit_window', checkCode: null, params, evidence: `${date}|${window.start}|${window.end}`,
+    message: `Date ${date} is outside the window of visit ${window.visit} (${window.start} to ${window.end})`,
+  }];
+}
+
+/**
+ * Every automatic-query cause of a record's content: range breaches, failing `query` edit checks, and
+ * a visit date outside its window.
+ *
+ * @param window - the record's visit date field and the dates its visit's window allows; null when the visit has no window
+ */
+export function queryCauses(form: FormDef, checks: EditCheckDef[], content: RecordContent, window: VisitWindowDates | null = null): QueryCause[] {
   const typed = typedValues(form, content);
   const failing = failingChecks(checks.filter((c) => c.action === 'query'), typed);
   return [
     ...rangeCauses(form, content),
+    ...windowCause(window, content),
     ...failing.map((c) => ({
       field: c.field, origin: 'edit_check' as const, checkCode: c.code, message: c.message,
       params: { message: c.message, message_ru: c.message_ru ?? c.message },
@@ -60,7 +81,16 @@ export function queryCauses(form: FormDef, checks: EditCheckDef[], content: Reco
   ];
 }
 
+/** The origins of queries the service opens and closes itself; a person's `manual` query is never closed here. */
+const AUTOMATIC: ReadonlySet<string> = new Set<QueryCause['origin']>(['range', 'edit_check', 'visit_window']);
+
 const causeKey = (c: { field?: string; fieldCode?: string; origin: string; checkCode: string | null }) => `${c.origin}|${c.field ?? c.fieldCode}|${c.checkCode ?? ''}`;
+
+/** The field issue a per-record result reports for a cause. */
+export function issueCodeOf(cause: QueryCause): FieldIssueCode {
+  if (cause.origin === 'edit_check') return `edit_check:${cause.checkCode}`;
+  return cause.origin === 'range' ? 'out_of_range' : 'outside_visit_window';
+}
 
 /**
  * Which queries a write opens and closes, as for typed data. A query opens when this write makes a
@@ -74,6 +104,6 @@ export function planQueries(before: QueryCause[], after: QueryCause[], open: Ope
   const openKeys = new Set(open.map(causeKey));
   return {
     toOpen: after.filter((c) => !beforeKeys.has(`${causeKey(c)}|${c.evidence}`) && !openKeys.has(causeKey(c))),
-    toClose: open.filter((q) => (q.origin === 'range' || q.origin === 'edit_check') && !afterKeys.has(causeKey(q))),
+    toClose: open.filter((q) => AUTOMATIC.has(q.origin) && !afterKeys.has(causeKey(q))),
   };
 }

@@ -17,7 +17,7 @@ export interface RecordContent {
  */
 export const FIELD_ISSUE_CODES = [
   'unknown_field', 'table_in_values', 'not_a_table', 'value_and_mark', 'required', 'out_of_range',
-  'invalid_format', 'too_many_decimals', 'not_an_option', 'too_long', 'invalid_character',
+  'invalid_format', 'too_many_decimals', 'not_an_option', 'too_long', 'invalid_character', 'outside_visit_window',
 ] as const satisfies readonly string[];
 
 export type FieldIssueCode = (typeof FIELD_ISSUE_CODES)[number] | `edit_check:${string}`;

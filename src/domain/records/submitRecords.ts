@@ -5,12 +5,13 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
-import { planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
+import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
 import { failingChecks } from './editChecks.js';
 import {
   changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, typedValues,
   type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
+import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
 
 /** One record as a client sends it (interface description, "Record (form instance), as sent"). */
 export interface RecordInput {
@@ -82,7 +83,9 @@ interface Evaluation {
 }
 
 /** Applies the record's content onto the saved version and runs every data-entry rule; nothing is written here. */
-function evaluate(form: FormDef, checks: EditCheckDef[], current: RecordState | undefined, input: RecordInput): Evaluation | { code: RecordResultCode; issues: FieldIssue[] } {
+function evaluate(
+  form: FormDef, checks: EditCheckDef[], window: VisitWindowDates | null, current: RecordState | undefined, input: RecordInput,
+): Evaluation | { code: RecordResultCode; issues: FieldIssue[] } {
   const saved: RecordContent = current ? { values: current.values, notDone: current.notDone, tables: current.tables } : EMPTY_CONTENT;
   const { content, issues } = mergeContent(form, saved, input);
   if (issues.some((i) => i.code === 'unknown_field')) return { code: 'unknown_field', issues };
@@ -103,8 +106,8 @@ function evaluate(form: FormDef, checks: EditCheckDef[], current: RecordState | 
     status,
     changes: changedFields(saved, content),
     statusChanged: current !== undefined && current.status !== status,
-    before: current ? queryCauses(form, checks, saved) : [],
-    after: queryCauses(form, checks, content),
+    before: current ? queryCauses(form, checks, saved, window) : [],
+    after: queryCauses(form, checks, content, window),
   };
 }
 
@@ -178,7 +181,8 @@ export async function submitRecords(
 
     const { input: effective, notFilled } = options.fillOnly ? emptyPlacesOnly(slot.current, input) : { input, notFilled: [] as string[] };
     const checks = design.edit_checks.filter((c) => c.form === form.code);
-    const evaluation = evaluate(form, checks, slot.current, effective);
+    const window = visitWindowDates(design, visit.code, form.code, patient.enrolledOn);
+    const evaluation = evaluate(form, checks, window, slot.current, effective);
     if (!('content' in evaluation)) { outcomes.push(refused(index, evaluation.code, {}, evaluation.issues)); continue; }
     if (slot.current && evaluation.changes.length === 0 && !evaluation.statusChanged) {
       outcomes.push(withIdOf(slot, { index, status: 'ok', code: 'unchanged', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled }));
@@ -298,7 +302,7 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
     params: { queries: opened.length, draft: status === 'draft' },
     recordId: null,
     queriesOpened: opened.length,
-    issues: opened.map((q) => ({ field: q.field, code: q.origin === 'range' ? 'out_of_range' : `edit_check:${q.checkCode}`, params: q.params })),
+    issues: opened.map((q) => ({ field: q.field, code: issueCodeOf(q), params: q.params })),
     notFilled: [],
   };
 }

@@ -17,6 +17,8 @@ export interface StudyDesign {
   blinded: boolean;
   consent_required: boolean;
   enrolment_open: boolean;
+  /** A visit date outside its window opens an automatic query (issue 19, point 7). */
+  visit_window_queries: boolean;
   /** Subject number template with `{site}` and `{seq:N}` exactly once each, e.g. `{site}-{seq:3}`. */
   subject_format: string;
   sites: SiteDef[];

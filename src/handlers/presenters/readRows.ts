@@ -29,11 +29,17 @@ export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire
   return new SerializedJson('{"records":[', page.rows.map((r) => r.json), `],${JSON.stringify(pageTail(page)).slice(1)}`);
 }
 
+/**
+ * v1's `origin` enum may not gain a value (docs/versioning.md): a visit date outside its visit's window
+ * is reported as `range`, a date outside the range its visit allows; its message says which.
+ */
+const wireOrigin = (origin: string) => (origin === 'visit_window' ? 'range' : origin) as Wire['QueryRead']['origin'];
+
 export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
   return {
     queries: page.rows.map((q) => ({
       id: q.id, subject: q.subject, site: q.site, visit: q.visit, instance: q.instance, form: q.form, field: q.field,
-      status: q.status as Wire['QueryRead']['status'], origin: q.origin as Wire['QueryRead']['origin'], message: q.message,
+      status: q.status as Wire['QueryRead']['status'], origin: wireOrigin(q.origin), message: q.message,
       opened_at: q.openedAt.toISOString(), closed_at: q.closedAt ? q.closedAt.toISOString() : null, updated_at: q.updatedAt.toISOString(),
     })),
     ...pageTail(page),

@@ -1,5 +1,4 @@
 import type Router from '@koa/router';
-import type { Actor } from '../../domain/actor.js';
 import { createApiKey, KEY_TERMS } from '../../domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../../domain/apiKeys/listApiKeys.js';
 import { listReads } from '../../domain/apiKeys/listReads.js';
@@ -14,7 +13,7 @@ import { errorDetail, portalText } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
-import { person, signedIn } from '../signedIn.js';
+import { person, portalActor, signedIn } from '../signedIn.js';
 
 /** The last reads listed at the bottom of the page (interface description, "Audit and read log" 3). */
 const READS_SHOWN = 50;
@@ -27,11 +26,6 @@ const EMPTY_FORM: KeyForm = { name: '', read: false, write: true, enrol: false, 
 function keyFormOf(body: Record<string, unknown>): KeyForm {
   const sites = body.sites === undefined ? [] : ([] as unknown[]).concat(body.sites).map(String);
   return { name: String(body.name ?? ''), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
-}
-
-function portalActor(ctx: PortalContext): Actor {
-  const user = person(ctx);
-  return { kind: 'user', userId: user.id, name: user.name, via: 'portal' };
 }
 
 /** The study's API page for its managers (issue 7, point 2): keys, the API switch and the last reads. */
