@@ -11,7 +11,7 @@ import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
 import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './handlers/requestState.js';
-import { keyLookupDone, startKeyLookup } from './handlers/keyLookupOfRequest.js';
+import { keyRequestOf } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { createPortal } from './portal/index.js';
 import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
@@ -108,12 +108,18 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
       if (Number(ctx.get('content-length') || 0) > BODY_LIMIT) throw new DomainError('payload_too_large', { limit: '5 MB' });
       const type = ctx.request.type;
       if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
-      startKeyLookup(ctx.req, services, ctx.request.headers.authorization);
+      // The key is authenticated and the request counted from the headers, before a byte of the body is read:
+      // a request without a working key is refused at once and costs no memory for its body.
+      try {
+        await keyRequestOf(ctx);
+      } catch (error) {
+        ctx.set('Connection', 'close');
+        throw error;
+      }
       try {
         // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.
         ctx.request.body = (await readBody(ctx.req, { limit: BODY_LIMIT, json: JSON_TYPES.includes(type) })) as typeof ctx.request.body;
       } catch (error) {
-        await keyLookupDone(ctx.req);
         throw error instanceof UnreadableBody ? bodyRefusal(error, operation?.operationId, type) : error;
       }
     }

@@ -1,14 +1,12 @@
 import { OpenAPIBackend, type Context, type Document, type Request } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { authenticateKey } from '../domain/apiKeys/authenticateKey.js';
-import { checkKeyAccess, type KeyRight } from '../domain/apiKeys/keyAccess.js';
-import { rateDecision } from '../domain/apiKeys/rateWindow.js';
+import { admissionOf } from '../domain/apiKeys/admission.js';
+import type { KeyRight } from '../domain/apiKeys/keyAccess.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
-import type { KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
-import { bearerOf, keyLookupOf } from './keyLookupOfRequest.js';
+import { keyRequestOf } from './requestKey.js';
 import { parseRequestsQuickly } from './requestParsing.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
@@ -80,9 +78,6 @@ function jsonBytes(body: unknown): Buffer | undefined {
   return undefined;
 }
 
-/** The key's study and rate window read by the security handler, until postSecurityHandler checks them. */
-const keyRequests = new WeakMap<KoaContext, KeyForRequest>();
-
 /**
  * The openapi-backend instance: routes by operationId, validates every request against the spec,
  * authenticates the key, checks the study, rate and rights, and writes every reply in one place.
@@ -99,17 +94,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
 
   api.registerSecurityHandler('ApiKey', async (_c: Context, ctx: KoaContext) => {
     try {
-      // The key's study and the counting of the request come in the key's own query: one round trip per request,
-      // sent with the headers when the request has a body (keyLookupOfRequest.ts).
-      const { at, find } = keyLookupOf(ctx.req, services, new Date());
-      const lookup = {
-        async findByFingerprint(fingerprint: Buffer) {
-          const found = await find(fingerprint);
-          if (found) keyRequests.set(ctx, found);
-          return found?.key;
-        },
-      };
-      ctx.state.key = await authenticateKey(lookup, bearerOf(ctx.request.headers.authorization), at);
+      ctx.state.key = (await keyRequestOf(ctx)).key;
       return ctx.state.key;
     } catch (error) {
       // openapi-backend treats any rejection as "unauthorized"; keep the error so a database fault is not reported as a bad key.
@@ -121,20 +106,15 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     unauthorizedHandler: (c: Context) => {
       throw (c.security as Record<string, { error?: unknown }>).ApiKey?.error ?? new DomainError('key_missing');
     },
-    postSecurityHandler: (c: Context, ctx: KoaContext) => {
-      const key = ctx.state.key;
-      if (!c.security?.authorized || !key) return;
-      const found = keyRequests.get(ctx);
-      if (!found?.window) throw new Error('a working key came without its rate window: the SQL key state of findKeysForRequests disagrees with keyStateOf');
-      const rate = rateDecision(found.window, services.config.rateLimitPerMinute);
+    postSecurityHandler: async (c: Context, ctx: KoaContext) => {
+      if (!c.security?.authorized || !ctx.state.key) return;
+      const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
+      const { rate, study, refusal } = admissionOf(await keyRequestOf(ctx), call, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));
       ctx.set('RateLimit-Reset', String(rate.resetSeconds));
-      if (!rate.allowed) throw new DomainError('rate_limited', { limit: rate.limit, retry_after: rate.resetSeconds });
-      const studyCode = String(c.request.params.study_code);
-      const right = OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any';
-      // Only the key's own study can pass checkKeyAccess: any other code is refused exactly as an unknown one.
-      ctx.state.study = checkKeyAccess(key, studyCode, found.study.code === studyCode ? found.study : undefined, right);
+      if (refusal) throw refusal;
+      ctx.state.study = study;
     },
     validationFail: (c: Context) => {
       const records = (c.request.requestBody as { records?: unknown } | undefined)?.records;

@@ -66,7 +66,7 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
   // The `cookie` package's answer for no cookie: an empty object of its own prototype.
   const noCookies = Object.getPrototypeOf(libraryParse({ method: 'get', path: '/', headers: {}, query: {} }).cookies) as object | null;
   const paths = new Map<string, PathParameters | undefined>();
-  const styled = new WeakMap<Operation, boolean>();
+  const styled = new Map<Operation, boolean>();
   const pathParameters = (template: string) => {
     if (!paths.has(template)) paths.set(template, pathParametersOf(template));
     return paths.get(template);

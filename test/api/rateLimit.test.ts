@@ -146,9 +146,10 @@ describe('rate limit and usage counters across service processes', () => {
     const wrongType = await post('text/plain', 'records');
     expect(wrongType.status).to.equal(415);
     await wrongType.text();
-    // A value of no key (here not even well-formed): nothing is counted, whatever the body.
+    // A value of no key (here not even well-formed) is refused from the headers, before its body is read: nothing is counted.
     const unknown = await post('application/json', '{"records": [', `${key.slice(0, -6)}AAAAAA`);
-    expect(unknown.status).to.equal(422);
+    expect(unknown.status).to.equal(401);
+    expect(unknown.headers.get('connection')).to.equal('close');
     await unknown.text();
     expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(1);
     expect(rateHeaders(await get(small.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '5', remaining: '3' });
