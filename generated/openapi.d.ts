@@ -271,6 +271,7 @@ export interface components {
          *     | 403 | `right_missing`, `api_disabled` |
          *     | 404 | `study_not_found`, `not_found` |
          *     | 405 | `method_not_allowed` |
+         *     | 408 | `body_timeout` |
          *     | 409 | `subject_taken` |
          *     | 413 | `payload_too_large`, `too_many_records` |
          *     | 415 | `unsupported_media_type` |
@@ -279,7 +280,7 @@ export interface components {
          *     | 431 | `request_too_large` (request line or headers over 16 KB, on any address; the answer is in English) |
          *     | 429 | `rate_limited` |
          *     | 500 | `internal` |
-         *     | 503 | `unavailable` |
+         *     | 503 | `unavailable`, `busy` |
          */
         Problem: {
             /**
@@ -843,6 +844,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The body did not arrive in full within the time allowed (`body_timeout`). Nothing is kept. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description More than 500 records (`too_many_records`), or a body over 5 MB (`payload_too_large`). Nothing is kept. */
         PayloadTooLarge: {
             headers: {
@@ -892,7 +902,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Database unavailable; retry later (`unavailable`). */
+        /** @description Database unavailable (`unavailable`), or the service holds as many request bodies as it will at once (`busy`); retry after `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -1163,6 +1173,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1297,6 +1308,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
@@ -1439,6 +1451,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];

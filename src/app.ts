@@ -14,11 +14,15 @@ import type { RequestState, Services } from './handlers/requestState.js';
 import { keyRequestOf } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { createPortal } from './portal/index.js';
-import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
+import { BodyBudget, readBody, type BodyFault, UnreadableBody } from './requestBody.js';
 
 /** Every request body the API declares is at most 5 MB (interface description, "Limits"). */
 const BODY_LIMIT = 5 * 1024 * 1024;
 const JSON_TYPES = ['application/json', 'application/fhir+json'];
+/** When a client refused for bodies held at once may try again: a few seconds lets most bodies in flight finish. */
+const BUSY_RETRY_SECONDS = 5;
+/** Body faults after which the rest of the body is not worth reading: the connection is closed with the answer. */
+const CLOSING_FAULTS = new Set<BodyFault>(['too_slow', 'busy']);
 
 /** The field error of a body that is not JSON, by why it could not be read. */
 const BODY_FIELD_CODES: Partial<Record<BodyFault, string>> = { not_utf8: 'invalid_utf8', corrupt_coding: 'invalid_content_coding' };
@@ -29,7 +33,9 @@ const FHIR_REASONS: Partial<Record<BodyFault, string>> = {
 };
 
 /** A body that could not be read, as the problem of the call it was sent to. */
-function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string): DomainError {
+function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string, config: Config): DomainError {
+  if (error.fault === 'too_slow') return new DomainError('body_timeout', { seconds: config.bodyDeadlineSeconds });
+  if (error.fault === 'busy') return new DomainError('busy', { retry_after: BUSY_RETRY_SECONDS });
   if (error.fault === 'too_large') return new DomainError('payload_too_large', { limit: '5 MB' });
   if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
   if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
@@ -56,7 +62,10 @@ function databaseUnavailable(error: unknown): boolean {
 }
 
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, keyLookup: createKeyLookup(db.knex), readAhead: createReadAhead(), spec: loadSpec() };
+  return {
+    config, db, keyLookup: createKeyLookup(db.knex), bodyBudget: new BodyBudget(config.bodyBufferMegabytes * 1024 * 1024),
+    readAhead: createReadAhead(), spec: loadSpec(),
+  };
 }
 
 /**
@@ -118,9 +127,13 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
       }
       try {
         // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.
-        ctx.request.body = (await readBody(ctx.req, { limit: BODY_LIMIT, json: JSON_TYPES.includes(type) })) as typeof ctx.request.body;
+        ctx.request.body = (await readBody(ctx.req, {
+          limit: BODY_LIMIT, json: JSON_TYPES.includes(type), deadlineMs: services.config.bodyDeadlineSeconds * 1000, budget: services.bodyBudget,
+        })) as typeof ctx.request.body;
       } catch (error) {
-        throw error instanceof UnreadableBody ? bodyRefusal(error, operation?.operationId, type) : error;
+        if (!(error instanceof UnreadableBody)) throw error;
+        if (CLOSING_FAULTS.has(error.fault)) ctx.set('Connection', 'close');
+        throw bodyRefusal(error, operation?.operationId, type, services.config);
       }
     }
     await next();

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { BodyBudget } from '../requestBody.js';
 import type { Database } from '../db/knex.js';
 import type { KeyLookup } from '../db/keyLookup.js';
 import type { ReadAhead } from '../db/readAhead.js';
@@ -13,6 +14,8 @@ export interface Services {
   db: Database;
   /** The security step's key look-ups and request counts, gathered into batches per process. */
   keyLookup: KeyLookup;
+  /** The bytes of request bodies held at once, across all requests (src/requestBody.ts). */
+  bodyBudget: BodyBudget;
   /** The read calls' next pages, read while the client takes in the current one. */
   readAhead: ReadAhead;
   /** The contract as written in spec/openapi.yaml, served unchanged at /api/v1/openapi.json. */
