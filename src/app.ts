@@ -14,15 +14,13 @@ import type { RequestState, Services } from './handlers/requestState.js';
 import { keyRequestOf } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { createPortal } from './portal/index.js';
-import { BodyBudget, readBody, type BodyFault, UnreadableBody } from './requestBody.js';
+import { BodyBudget, discardBody, readBody, type BodyFault, UnreadableBody } from './requestBody.js';
 
 /** Every request body the API declares is at most 5 MB (interface description, "Limits"). */
 const BODY_LIMIT = 5 * 1024 * 1024;
 const JSON_TYPES = ['application/json', 'application/fhir+json'];
 /** When a client refused for bodies held at once may try again: a few seconds lets most bodies in flight finish. */
 const BUSY_RETRY_SECONDS = 5;
-/** Body faults after which the rest of the body is not worth reading: the connection is closed with the answer. */
-const CLOSING_FAULTS = new Set<BodyFault>(['too_slow', 'busy']);
 
 /** The field error of a body that is not JSON, by why it could not be read. */
 const BODY_FIELD_CODES: Partial<Record<BodyFault, string>> = { not_utf8: 'invalid_utf8', corrupt_coding: 'invalid_content_coding' };
@@ -40,6 +38,13 @@ function bodyRefusal(error: UnreadableBody, operationId: string | undefined, typ
   if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
   if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
   return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
+}
+
+/** A body refused from its headers alone: a declared length over the limit (413), a type the call does not take (415). */
+function headerRefusal(length: number, type: string, declared: { content?: Record<string, unknown> }): DomainError | undefined {
+  if (length > BODY_LIMIT) return new DomainError('payload_too_large', { limit: '5 MB' });
+  if (!Object.keys(declared.content ?? {}).includes(type)) return new DomainError('unsupported_media_type', { type: type || 'none' });
+  return undefined;
 }
 
 /** The headers every answer carries, whatever its status (SECURITY.md, API8). */
@@ -113,10 +118,13 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     const declared = operation?.requestBody as { content?: Record<string, unknown> } | undefined;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (declared && hasBody) {
-      // Refused before a byte of the body is read: an oversized body never reaches memory.
-      if (Number(ctx.get('content-length') || 0) > BODY_LIMIT) throw new DomainError('payload_too_large', { limit: '5 MB' });
       const type = ctx.request.type;
-      if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
+      const refusal = headerRefusal(Number(ctx.get('content-length') || 0), type, declared);
+      if (refusal) {
+        // Refused before a byte of the body is kept, so it never reaches memory; the body is discarded up to a bound.
+        if (!(await discardBody(ctx.req))) ctx.set('Connection', 'close');
+        throw refusal;
+      }
       // The key is authenticated and the request counted from the headers, before a byte of the body is read:
       // a request without a working key is refused at once and costs no memory for its body.
       try {
@@ -132,7 +140,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
         })) as typeof ctx.request.body;
       } catch (error) {
         if (!(error instanceof UnreadableBody)) throw error;
-        if (CLOSING_FAULTS.has(error.fault)) ctx.set('Connection', 'close');
+        if (error.closes) ctx.set('Connection', 'close');
         throw bodyRefusal(error, operation?.operationId, type, services.config);
       }
     }

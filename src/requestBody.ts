@@ -11,10 +11,17 @@ import { asciiJsonText } from './asciiJsonText.js';
  */
 export type BodyFault = 'too_large' | 'unknown_coding' | 'corrupt_coding' | 'incomplete' | 'not_utf8' | 'not_json' | 'too_slow' | 'busy';
 
+/** Faults after which the rest of the body is not worth reading: the connection is closed with the answer. */
+const CLOSING_FAULTS = new Set<BodyFault>(['too_slow', 'busy']);
+
 export class UnreadableBody extends Error {
+  /** Whether the connection is to be closed with the answer, the rest of the body unread. */
+  closes: boolean;
+
   constructor(readonly fault: BodyFault, readonly coding = 'identity') {
     super(fault);
     this.name = 'UnreadableBody';
+    this.closes = CLOSING_FAULTS.has(fault);
   }
 }
 
@@ -52,6 +59,37 @@ export interface BodyOptions {
   budget: BodyBudget;
 }
 
+/** How much of a refused body is still read and discarded before its connection is closed. */
+const DISCARD_MOST = { bytes: 15 * 1024 * 1024, ms: 10_000 };
+
+/**
+ * Reads and discards the rest of a refused request's body, before the refusal is sent: a client that sends
+ * its whole body before it reads the answer (Python's urllib, which also asks for `Connection: close`, so
+ * Node closes the connection as soon as the answer is out) then reads the refusal rather than a broken pipe.
+ * Settles with true once the body has ended, or with false past a bound of bytes or time: the connection is
+ * then to be closed with the answer, so a sender that never stops costs nothing more.
+ */
+export function discardBody(req: IncomingMessage): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const settle = (whole: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      resolve(whole);
+    };
+    const timer = setTimeout(() => settle(false), DISCARD_MOST.ms);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > DISCARD_MOST.bytes) settle(false);
+    };
+    req.on('data', onData);
+    req.once('end', () => settle(true));
+    req.once('close', () => settle(req.complete));
+    req.resume();
+  });
+}
+
 /** Content codings (RFC 9110 §8.4.1) a body may come in; `createUnzip` reads both gzip and zlib (`deflate`) data. */
 const DECODERS: Record<string, () => Transform> = { gzip: createUnzip, 'x-gzip': createUnzip, deflate: createUnzip, br: createBrotliDecompress };
 
@@ -67,23 +105,26 @@ function startsWithByteOrderMark(bytes: Buffer): boolean {
  * refused, as koa-body did). Read here rather than by koa-body because its decoder puts U+FFFD in place of
  * bytes that are not UTF-8: the service would then store text the sender never wrote, so such a body is
  * refused instead. `limit` bounds the decoded size, so a small compressed body cannot inflate past it.
- * Whatever the fault, the rest of the body is drained, so the client reads the refusal, not a reset.
+ * Whatever the fault, the rest of the body is discarded up to a bound (discardBody), so the client reads the refusal.
  *
  * @throws UnreadableBody
  */
 export async function readBody(req: IncomingMessage, options: BodyOptions): Promise<unknown> {
   const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   const decoder = coding === 'identity' ? undefined : DECODERS[coding]?.();
-  if (coding !== 'identity' && !decoder) {
-    req.resume();
-    throw new UnreadableBody('unknown_coding', coding);
-  }
+  if (coding !== 'identity' && !decoder) throw await discarded(req, new UnreadableBody('unknown_coding', coding));
   const taken = { bytes: 0 };
   try {
     return parse(await collect(req, decoder, options, coding, taken), options.json, coding);
   } finally {
     options.budget.give(taken.bytes);
   }
+}
+
+/** The refusal once the rest of the body is discarded, or at once for a fault that closes the connection. */
+async function discarded(req: IncomingMessage, refusal: UnreadableBody): Promise<UnreadableBody> {
+  if (!refusal.closes && !(await discardBody(req))) refusal.closes = true;
+  return refusal;
 }
 
 function parse(bytes: Buffer, json: boolean, coding: string): unknown {
@@ -127,8 +168,7 @@ function collect(req: IncomingMessage, decoder: Transform | undefined, options: 
         req.unpipe(decoder);
         decoder.destroy();
       }
-      req.resume();
-      reject(new UnreadableBody(fault, coding));
+      void discarded(req, new UnreadableBody(fault, coding)).then(reject);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
