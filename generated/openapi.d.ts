@@ -967,17 +967,17 @@ export interface components {
         /** @description Sent only on an answer repeated for an `Idempotency-Key` that was used before: this request changed nothing, and the body is the first answer. */
         IdempotentReplayed: "true";
         /**
-         * @description Requests allowed per 60-second window for this key (600).
+         * @description Requests allowed in any 60 seconds for this key (600).
          * @example 600
          */
         RateLimitLimit: number;
         /**
-         * @description Requests left for this key in the current window.
+         * @description Requests left for this key in the last 60 seconds (a sliding minute).
          * @example 587
          */
         RateLimitRemaining: number;
         /**
-         * @description Seconds until the current window resets.
+         * @description Seconds until a place is free again, when the oldest request counted in the last 60 seconds is a minute old.
          * @example 42
          */
         RateLimitReset: number;

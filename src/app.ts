@@ -68,7 +68,7 @@ function databaseUnavailable(error: unknown): boolean {
 
 export function createServices(config: Config, db: Database): Services {
   return {
-    config, db, keyLookup: createKeyLookup(db.knex), bodyBudget: new BodyBudget(config.bodyBufferMegabytes * 1024 * 1024),
+    config, db, keyLookup: createKeyLookup(db.knex, config.rateLimitPerMinute), bodyBudget: new BodyBudget(config.bodyBufferMegabytes * 1024 * 1024),
     readAhead: createReadAhead(), spec: loadSpec(),
   };
 }

@@ -63,9 +63,9 @@ function batched<I, O>(run: (items: I[]) => Promise<O[]>): (item: I) => Promise<
 
 export type KeyLookup = KeyGate;
 
-/** The request path's key look-ups and request counts of one service process, each gathered into batches. */
-export function createKeyLookup(knex: Knex): KeyLookup {
+/** The request path's key look-ups and request counts (at `ratePerMinute` a key) of one service process, each gathered into batches. */
+export function createKeyLookup(knex: Knex, ratePerMinute: number): KeyLookup {
   const find = batched((fingerprints: Buffer[]) => findKeysForRequests(knex, fingerprints));
-  const count = batched((requests: { keyId: number; at: Date }[]) => countRequests(knex, requests));
+  const count = batched((requests: { keyId: number; at: Date }[]) => countRequests(knex, requests, ratePerMinute));
   return { find, count: (keyId, at) => count({ keyId, at }) };
 }

@@ -30,7 +30,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
   describe('findKeysForRequests', () => {
     const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer) => (await findKeysForRequests(knex, [fingerprint]))[0];
-    const countRequest = async (knex: Database['knex'], keyId: number) => (await countRequests(knex, [{ keyId, at: new Date() }]))[0];
+    const countRequest = async (knex: Database['knex'], keyId: number, limit = 600) => (await countRequests(knex, [{ keyId, at: new Date() }], limit))[0];
 
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
@@ -62,20 +62,45 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       expect(() => study.design.forms.push(study.design.forms[0])).to.throw(TypeError);
     });
 
-    it('counts each request in the window and in the key, and starts a new window when one ends', async () => {
+    it('counts each request in the key\'s minute and in the key, lets none past the limit take a place, and frees a place once a minute old', async () => {
       const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
       const windows = [];
-      for (let i = 0; i < 4; i++) windows.push(await countRequest(db.knex, id));
+      for (let i = 0; i < 4; i++) windows.push(await countRequest(db.knex, id, 3));
       expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 3, 4]);
       expect(windows.map((w) => rateDecision(w, 3)).map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
       for (const w of windows) expect(rateDecision(w, 3).resetSeconds).to.be.within(1, 60);
       const after = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
       expect(after.request_count).to.equal(4);
       expect(after.last_used_at).to.be.instanceOf(Date);
-      expect(await db.knex('rate_limits').where({ key: `key:${id}` }).first('points')).to.deep.equal({ points: 4 });
+      // The refused fourth request took no place in the minute.
+      const { hits } = await db.knex('rate_limits').where({ key: `key:${id}` }).first('hits');
+      expect(hits).to.have.length(3);
 
-      await db.knex('rate_limits').where({ key: `key:${id}` }).update({ expire: Date.now() - 1 });
-      expect(rateDecision(await countRequest(db.knex, id), 3)).to.deep.include({ allowed: true, remaining: 2 });
+      // Test set-up: the first request let through is now a minute old, the others are not.
+      await db.knex.raw(`update rate_limits set hits[1] = hits[1] - 60000 where key = ?`, [`key:${id}`]);
+      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: true, remaining: 0 });
+      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: false, remaining: 0 });
+    });
+
+    it('lets at most the limit through in any 60 seconds, across what was a fixed window\'s edge (issue 21.8)', async () => {
+      const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Double burst' });
+      const start = Date.now();
+      // One request 57 s before a burst of 1,200 in 6.6 s (in batches of 10), then 300 more a minute later:
+      // a fixed window opened by the first would have let 1,199 of the burst through. Instants chosen by the test.
+      const tens = (instants: number[]) => Array.from({ length: instants.length / 10 }, (_, i) => instants.slice(i * 10, i * 10 + 10));
+      const batches = [[start - 57_000], ...tens(Array.from({ length: 1200 }, (_, i) => start + Math.floor(i * 5.5))), ...tens(Array.from({ length: 300 }, (_, i) => start + 60_000 + i * 10))];
+      const passed: number[] = [];
+      for (const instants of batches) {
+        // A statement counts its batch at the batch's latest instant.
+        const windows = await countRequests(db.knex, instants.map((at) => ({ keyId: id, at: new Date(at) })), 600);
+        const at = Math.max(...instants);
+        for (const w of windows) if (rateDecision(w, 600, at).allowed) passed.push(at);
+      }
+      // The minute of the first request holds 600; one more once it is a minute old, at 3 s into the burst.
+      expect(passed.filter((at) => at <= start + 6600)).to.have.length(601);
+      for (const at of passed) expect(passed.filter((other) => other > at - 60_000 && other <= at).length).to.be.at.most(600);
+      // A minute after the burst, places free up again as the burst's requests leave the minute.
+      expect(passed.filter((at) => at >= start + 60_000).length).to.be.above(0);
     });
 
     it('authenticates and counts a request exactly when keyStateOf says the key works, in every state and at the expiry instant', async () => {
@@ -104,7 +129,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       for (const [name, c] of Object.entries(cases)) made.set(name, await makeKey(db.knex, { study: 'DEMO', by: c.maker ?? world.manager, name, canRead: c.canRead ?? true }));
       for (const [name, c] of Object.entries(cases)) await c.change?.(made.get(name)!.id);
 
-      const gate = createKeyLookup(db.knex);
+      const gate = createKeyLookup(db.knex, 600);
       for (const [name, c] of Object.entries(cases)) {
         const { key, id } = made.get(name)!;
         const state = keyStateOf((await findKeyForRequest(db.knex, fingerprintOf(key)))!.key, at).state;
@@ -124,9 +149,9 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const found = await findKeysForRequests(db.knex, order.map((k) => fingerprintOf(k?.key ?? 'sdx_nothing')));
       expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch B', 'Batch A']);
       const at = new Date();
-      const windows = await countRequests(db.knex, [a, a, b, a].map((k) => ({ keyId: k.id, at })));
+      const windows = await countRequests(db.knex, [a, a, b, a].map((k) => ({ keyId: k.id, at })), 600);
       expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 1, 3]);
-      for (const w of windows) expect(w.expire - at.getTime()).to.be.within(59_000, 61_000);
+      for (const w of windows) expect(w.expire - at.getTime()).to.equal(60_000);
       const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id]).orderBy('id').pluck('request_count');
       expect(counts).to.deep.equal([3, 1]);
       expect((await countRequest(db.knex, a.id)).points).to.equal(4);
@@ -159,7 +184,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
     it('sends the look-ups and counts made in one turn of the event loop in one statement each, and a later one at once after it', async () => {
       const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'One turn' });
-      const lookup = createKeyLookup(db.knex);
+      const lookup = createKeyLookup(db.knex, 600);
       const statements: string[] = [];
       const log = (query: { options?: { name?: string } }) => { if (query.options?.name?.startsWith('sdx_')) statements.push(query.options.name); };
       db.knex.on('query', log);
@@ -176,7 +201,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
     it('gathers concurrent counts into batches without losing, doubling or deadlocking a count, over two processes\' worth of requests', async () => {
       const keys = [await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 1' }), await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 2' })];
-      const lookups = [createKeyLookup(db.knex), createKeyLookup(db.knex)];
+      const lookups = [createKeyLookup(db.knex, 600), createKeyLookup(db.knex, 600)];
       const answers = await Promise.all(Array.from({ length: 240 }, async (_, i) => {
         const key = keys[Math.floor(i / 3) % 2];
         return { id: key.id, window: await lookups[i % 2].count(key.id, new Date()) };
