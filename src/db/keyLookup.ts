@@ -4,9 +4,9 @@ import { findKeysForRequests } from './apiKeys.js';
 import { countRequests } from './rateLimits.js';
 
 /**
- * Statements of one kind one service process runs at a time; more requests wait for the next. One:
- * since the statement takes about a millisecond, a second one in flight mostly halved the batches and
- * doubled the statements (and their commits) for the same requests (bench/README.md).
+ * Statements of one kind one service process runs at a time; more requests wait for the next. One: a
+ * second one in flight mostly halved the batches and doubled the statements (and their commits) for the
+ * same requests (bench/README.md).
  */
 const STATEMENTS_IN_FLIGHT = 1;
 /** Requests one statement serves at most. */

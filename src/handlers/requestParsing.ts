@@ -95,15 +95,8 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
     const params: Record<string, string> = {};
     const values = parameters?.pattern.exec(router.normalizePath(path));
     if (parameters && values) parameters.names.forEach((name, i) => { params[name] = decodeURIComponent(values[i + 1]); });
-    // Object.assign, then members one by one: a spread literal that also sets members cost V8 2 µs here.
-    const parsed = Object.assign({}, req) as ParsedRequest;
-    parsed.path = path;
-    parsed.method = req.method.trim().toLowerCase();
-    parsed.params = params;
-    parsed.headers = headers;
-    parsed.query = query;
-    parsed.cookies = Object.create(noCookies);
-    parsed.requestBody = req.body;
-    return parsed;
+    return {
+      ...req, path, method: req.method.trim().toLowerCase(), params, headers, query, cookies: Object.create(noCookies), requestBody: req.body,
+    } as ParsedRequest;
   };
 }
