@@ -95,8 +95,15 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
     const params: Record<string, string> = {};
     const values = parameters?.pattern.exec(router.normalizePath(path));
     if (parameters && values) parameters.names.forEach((name, i) => { params[name] = decodeURIComponent(values[i + 1]); });
-    return {
-      ...req, path, method: req.method.trim().toLowerCase(), params, headers, query, cookies: Object.create(noCookies), requestBody: req.body,
-    } as ParsedRequest;
+    // Object.assign, then members one by one, rather than a spread literal that also sets members (rowToKeyWithMaker says why).
+    const parsed = Object.assign({}, req) as ParsedRequest;
+    parsed.path = path;
+    parsed.method = req.method.trim().toLowerCase();
+    parsed.params = params;
+    parsed.headers = headers;
+    parsed.query = query;
+    parsed.cookies = Object.create(noCookies);
+    parsed.requestBody = req.body;
+    return parsed;
   };
 }
