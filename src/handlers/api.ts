@@ -1,4 +1,4 @@
-import { OpenAPIBackend, type Context, type Document, type Request } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
@@ -7,7 +7,7 @@ import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
 import { handlers } from './index.js';
 import { keyRequestOf } from './requestKey.js';
-import { parseRequestsQuickly } from './requestParsing.js';
+import { installRouterShortcuts } from './routerShortcuts.js';
 import { SerializedJson } from './serializedJson.js';
 import { validationError } from './problem.js';
 import type { Services } from './requestState.js';
@@ -42,30 +42,6 @@ function unstorableParameters(c: Context): FieldError[] {
   return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
     .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
     .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));
-}
-
-/** Methods and paths whose operation is remembered; paths carry study codes the client chooses, so the cache is bounded. */
-const ROUTES_REMEMBERED = 1000;
-
-/**
- * openapi-backend rebuilds its list of operations and a regular expression per path on every match,
- * about 0.25 ms of CPU, and a request is matched twice (app.ts picks the body parser, then
- * handleRequest routes): more than a bare Koa request costs in all. The contract does not change
- * while the process runs, so the operation found for a method and path is remembered.
- */
-function rememberRoutes(api: OpenAPIBackend): void {
-  const router = api.router;
-  const match = router.matchOperation.bind(router) as (req: Request, strict?: boolean) => ReturnType<typeof router.matchOperation>;
-  const found = new Map<string, NonNullable<ReturnType<typeof router.matchOperation>>>();
-  router.matchOperation = ((req: Request, strict?: boolean) => {
-    const key = `${req.method} ${req.path}`;
-    const operation = found.get(key) ?? match(req, strict);
-    if (operation && !found.has(key)) {
-      if (found.size >= ROUTES_REMEMBERED) found.clear();
-      found.set(key, operation);
-    }
-    return operation;
-  }) as typeof router.matchOperation;
 }
 
 /**
@@ -176,7 +152,6 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
   });
   api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);
   await api.init();
-  rememberRoutes(api);
-  parseRequestsQuickly(api.router);
+  installRouterShortcuts(api.router);
   return api;
 }
