@@ -85,7 +85,8 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     postSecurityHandler: async (c: Context, ctx: KoaContext) => {
       if (!c.security?.authorized || !ctx.state.key) return;
       const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
-      const { rate, study, refusal } = admissionOf(await keyRequestOf(ctx), call, services.config.rateLimitPerMinute);
+      const request = await keyRequestOf(ctx);
+      const { rate, study, refusal } = admissionOf({ ...request, window: await request.window }, call, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));
       ctx.set('RateLimit-Reset', String(rate.resetSeconds));

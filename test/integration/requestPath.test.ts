@@ -134,7 +134,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
         const { key, id } = made.get(name)!;
         const state = keyStateOf((await findKeyForRequest(db.knex, fingerprintOf(key)))!.key, at).state;
         expect([name, state]).to.deep.equal([name, c.state]);
-        const outcome = await authenticateRequest(gate, key, at).then((r) => r.window.points, (e: DomainError) => e.code);
+        const outcome = await authenticateRequest(gate, key, at).then(async (r) => (await r.window).points, (e: DomainError) => e.code);
         expect([name, outcome]).to.deep.equal([name, state === 'active' ? 1 : `key_${state}`]);
         const counted = await db.knex('api_keys').where({ id }).first('request_count');
         expect([name, counted.request_count]).to.deep.equal([name, state === 'active' ? 1 : 0]);
@@ -190,9 +190,9 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       db.knex.on('query', log);
       try {
         const together = await Promise.all(Array.from({ length: 10 }, () => authenticateRequest(lookup, key.key, new Date())));
-        expect(together.map((r) => r.window.points)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect(await Promise.all(together.map(async (r) => (await r.window).points))).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         expect(statements).to.deep.equal(['sdx_keys_for_requests', 'sdx_count_requests']);
-        expect((await authenticateRequest(lookup, key.key, new Date())).window.points).to.equal(11);
+        expect((await (await authenticateRequest(lookup, key.key, new Date())).window).points).to.equal(11);
         expect(statements).to.have.length(4);
       } finally {
         db.knex.off('query', log);

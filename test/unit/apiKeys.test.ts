@@ -197,7 +197,7 @@ describe('authenticateRequest and admissionOf', () => {
     }
     const { gate, counted } = gateWith(storedKey(value));
     const request = await authenticateRequest(gate, value, NOW);
-    expect([request.key.keyId, request.study.code, request.window.points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
+    expect([request.key.keyId, request.study.code, (await request.window).points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
   });
 
   it('refuses over the rate first, then another study as an unknown one, then a missing right, always with the rate used', async () => {

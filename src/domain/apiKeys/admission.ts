@@ -18,16 +18,21 @@ export interface KeyGate {
   count(keyId: number, at: Date): Promise<RateWindow>;
 }
 
-/** A request made with a working key, counted. */
+/** A request made with a working key, and its count under way. */
 export interface KeyRequest {
   key: KeyContext;
   study: StudyRow;
-  window: RateWindow;
+  /** The request's place in its key's minute, once counted. */
+  window: Promise<RateWindow>;
 }
 
+/** A request made with a working key, counted. */
+export type CountedRequest = Omit<KeyRequest, 'window'> & { window: RateWindow };
+
 /**
- * Authenticates a request's bearer value at `at` and counts the request. Only a key that works is
- * counted: a request refused with 401 never is (spec, "Rate limit").
+ * Authenticates a request's bearer value at `at` and starts counting the request. Only a key that works
+ * is counted: a request refused with 401 never is (spec, "Rate limit"). The count is not waited for here,
+ * so that a body can be read while it runs; admissionOf needs it.
  *
  * @throws DomainError key_missing, key_malformed, key_unknown, key_revoked, key_expired, key_stopped
  */
@@ -35,7 +40,10 @@ export async function authenticateRequest(gate: KeyGate, bearer: string | undefi
   const fingerprint = fingerprintOfBearer(bearer);
   const found = await gate.find(fingerprint);
   const key = workingKey(found?.key, fingerprint, at);
-  return { key, study: found!.study, window: await gate.count(key.keyId, at) };
+  const window = gate.count(key.keyId, at);
+  // Awaited by whoever decides the admission; a request refused first still leaves no rejection unhandled.
+  window.catch(() => undefined);
+  return { key, study: found!.study, window };
 }
 
 /** Whether a counted request may make its call: the rate it used, and its study or its refusal. */
@@ -45,7 +53,7 @@ export type Admission = { rate: RateDecision } & ({ study: StudyRow; refusal?: u
  * Decides whether a counted request may make a call on `studyCode` needing `right`: first the rate
  * (429), then the study (404, exactly as for a study that does not exist) and the right (403).
  */
-export function admissionOf(request: KeyRequest, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
+export function admissionOf(request: CountedRequest, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
   const rate = rateDecision(request.window, perMinute, now);
   if (!rate.allowed) return { rate, refusal: new DomainError('rate_limited', { limit: rate.limit, retry_after: rate.resetSeconds }) };
   try {
