@@ -26,7 +26,6 @@ const WARM_UP_REVIEWS = 8;
 const PATIENT = { sex: 'male' as const, birthYear: 1915, enrolledOn: '1992-12-05' };
 
 type FhirModules = {
-  ascii: typeof import('../src/asciiJsonText.js');
   parse: typeof import('../src/domain/fhir/parseFhirBody.js');
   map: typeof import('../src/domain/fhir/mapToEcrf.js');
   validate: typeof import('../src/domain/fhir/validateR4.js');
@@ -36,8 +35,7 @@ type FhirModules = {
 /** The compiled modules the service runs, not their TypeScript sources. */
 async function compiled(dist: string): Promise<FhirModules> {
   const load = (name: string) => import(pathToFileURL(path.resolve(dist, 'src/domain/fhir', `${name}.js`)).href);
-  const ascii = await import(pathToFileURL(path.resolve(dist, 'src/asciiJsonText.js')).href);
-  return { ascii, parse: await load('parseFhirBody'), map: await load('mapToEcrf'), validate: await load('validateR4'), identity: await load('patientIdentity') };
+  return { parse: await load('parseFhirBody'), map: await load('mapToEcrf'), validate: await load('validateR4'), identity: await load('patientIdentity') };
 }
 
 export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
@@ -54,9 +52,6 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     return fhir.map.mapToEcrf(entries, study.design, { enrolledOn: PATIENT.enrolledOn, saved: () => null });
   };
   const floor = floorOf(() => body.toString('utf8'));
-  // Not the floor: the service decodes the body faster than plain toString does (src/asciiJsonText.ts), and
-  // the report shows the review against this too, so that the margin this gives is not hidden.
-  const floorWithServiceDecoding = floorOf(() => fhir.ascii.asciiJsonText(body));
   fhir.validate.prepareR4Validator();
   floor();
 
@@ -78,14 +73,11 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     await send(reviewPatient.subject, 'review');
     collectGarbage();
     floor();
-    collectGarbage();
-    floorWithServiceDecoding();
   }
   await send(savePatients[0].subject, 'save');
   service.markMeasuring();
   const review: number[] = [];
   const floorRuns: number[] = [];
-  const serviceDecodingFloorRuns: number[] = [];
   let reviewCounts: Record<string, number> = {};
   const cpuBefore = cpuMs(service.pid);
   for (let i = 1; i <= reps; i++) {
@@ -94,9 +86,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     reviewCounts = measured.answer.counts;
     collectGarbage();
     floorRuns.push((await timed(floor)).ms);
-    collectGarbage();
-    serviceDecodingFloorRuns.push((await timed(floorWithServiceDecoding)).ms);
-    ctx.log(`FHIR review ${i}/${reps}: ${measured.ms.toFixed(0)} ms, parse and map ${floorRuns[i - 1].toFixed(0)} ms (${serviceDecodingFloorRuns[i - 1].toFixed(0)} ms decoded as the service does)`);
+    ctx.log(`FHIR review ${i}/${reps}: ${measured.ms.toFixed(0)} ms, parse and map ${floorRuns[i - 1].toFixed(0)} ms`);
   }
   const reviewCpuMs = (cpuMs(service.pid) - cpuBefore) / reps;
   const reviewPeakMb = service.peakMemoryMb();
@@ -127,17 +117,13 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
   };
   const steps = {
     json_parse_ms: await step(() => JSON.parse(body.toString('utf8'))),
-    json_parse_as_service_ms: await step(() => JSON.parse(fhir.ascii.asciiJsonText(body))),
     validate_r4_ms: await step(() => fhir.validate.validateR4(entries)),
     identity_check_ms: await step(() => fhir.identity.checkPatientIdentity(entries, { subject: reviewPatient.subject, ...PATIENT })),
     map_ms: await step(() => fhir.map.mapToEcrf(entries, study.design, { enrolledOn: PATIENT.enrolledOn, saved: () => null })),
     items_to_json_ms: await step(() => JSON.stringify(items)),
   };
-  const serviceDecodingFloor = median(serviceDecodingFloorRuns);
   const details = {
     fixture: FIXTURE, bytes: body.length, review_counts: reviewCounts,
-    floor_with_service_decoding_ms: round(serviceDecodingFloor),
-    ratio_to_floor_with_service_decoding: round(median(review) / serviceDecodingFloor),
     service_cpu_ms_per_review: round(reviewCpuMs), in_memory_steps: steps,
   };
   return [

@@ -13,15 +13,17 @@ import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
 import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './handlers/requestState.js';
-import { keyLookupDone, startKeyLookup } from './handlers/keyLookupOfRequest.js';
+import { keyRequestOf } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { logFailure } from './logFailure.js';
 import { createPortal } from './portal/index.js';
-import { readBody, type BodyFault, UnreadableBody } from './requestBody.js';
+import { BodyBudget, discardBody, readBody, type BodyFault, UnreadableBody } from './requestBody.js';
 
 /** Every request body the API declares is at most 5 MB (interface description, "Limits"). */
 const BODY_LIMIT = 5 * 1024 * 1024;
 const JSON_TYPES = ['application/json', 'application/fhir+json'];
+/** When a client refused for bodies held at once may try again: a few seconds lets most bodies in flight finish. */
+const BUSY_RETRY_SECONDS = 5;
 
 /** The field error of a body that is not JSON, by why it could not be read. */
 const BODY_FIELD_CODES: Partial<Record<BodyFault, string>> = { not_utf8: 'invalid_utf8', corrupt_coding: 'invalid_content_coding' };
@@ -32,11 +34,20 @@ const FHIR_REASONS: Partial<Record<BodyFault, string>> = {
 };
 
 /** A body that could not be read, as the problem of the call it was sent to. */
-function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string): DomainError {
+function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string, config: Config): DomainError {
+  if (error.fault === 'too_slow') return new DomainError('body_timeout', { seconds: config.bodyDeadlineSeconds });
+  if (error.fault === 'busy') return new DomainError('busy', { retry_after: BUSY_RETRY_SECONDS });
   if (error.fault === 'too_large') return new DomainError('payload_too_large', { limit: '5 MB' });
   if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
   if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
   return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
+}
+
+/** A body refused from its headers alone: a declared length over the limit (413), a type the call does not take (415). */
+function headerRefusal(length: number, type: string, declared: { content?: Record<string, unknown> }): DomainError | undefined {
+  if (length > BODY_LIMIT) return new DomainError('payload_too_large', { limit: '5 MB' });
+  if (!Object.keys(declared.content ?? {}).includes(type)) return new DomainError('unsupported_media_type', { type: type || 'none' });
+  return undefined;
 }
 
 /** The headers every answer carries, whatever its status (SECURITY.md, API8). */
@@ -52,7 +63,10 @@ export function securityHeaders(config: Pick<Config, 'baseUrl'>): Record<string,
 }
 
 export function createServices(config: Config, db: Database): Services {
-  return { config, db, keyLookup: createKeyLookup(db.knex), readAhead: createReadAhead((studyId) => lastRemovalId(db.knex, studyId)), spec: loadSpec() };
+  return {
+    config, db, keyLookup: createKeyLookup(db.knex, config.rateLimitPerMinute), bodyBudget: new BodyBudget(config.bodyBufferMegabytes * 1024 * 1024),
+    readAhead: createReadAhead((studyId) => lastRemovalId(db.knex, studyId)), spec: loadSpec(),
+  };
 }
 
 /**
@@ -100,17 +114,30 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     const declared = operation?.requestBody as { content?: Record<string, unknown> } | undefined;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (declared && hasBody) {
-      // Refused before a byte of the body is read: an oversized body never reaches memory.
-      if (Number(ctx.get('content-length') || 0) > BODY_LIMIT) throw new DomainError('payload_too_large', { limit: '5 MB' });
       const type = ctx.request.type;
-      if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
-      startKeyLookup(ctx.req, services, ctx.request.headers.authorization);
+      const refusal = headerRefusal(Number(ctx.get('content-length') || 0), type, declared);
+      if (refusal) {
+        // Refused before a byte of the body is kept, so it never reaches memory; the body is discarded up to a bound.
+        if (!(await discardBody(ctx.req))) ctx.set('Connection', 'close');
+        throw refusal;
+      }
+      // The key is authenticated from the headers before a byte of the body is read: a request without a
+      // working key is refused at once and costs no memory for its body. Its count runs while the body arrives.
+      const { window: counted } = await keyRequestOf(ctx).catch((error: unknown) => {
+        ctx.set('Connection', 'close');
+        throw error;
+      });
       try {
         // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.
-        ctx.request.body = (await readBody(ctx.req, { limit: BODY_LIMIT, json: JSON_TYPES.includes(type) })) as typeof ctx.request.body;
+        ctx.request.body = (await readBody(ctx.req, {
+          limit: BODY_LIMIT, json: JSON_TYPES.includes(type), deadlineMs: services.config.bodyDeadlineSeconds * 1000, budget: services.bodyBudget,
+        })) as typeof ctx.request.body;
       } catch (error) {
-        await keyLookupDone(ctx.req);
-        throw error instanceof UnreadableBody ? bodyRefusal(error, operation?.operationId, type) : error;
+        // A refused body of a working key counts (spec, "Rate limit"): answered once counted, so the next answer's count holds it.
+        await counted.catch(() => undefined);
+        if (!(error instanceof UnreadableBody)) throw error;
+        if (error.closes) ctx.set('Connection', 'close');
+        throw bodyRefusal(error, operation?.operationId, type, services.config);
       }
     }
     await next();

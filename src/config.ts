@@ -20,6 +20,10 @@ export interface Config {
   embeddedDatabase: string;
   /** Requests a key may make per 60-second window. */
   rateLimitPerMinute: number;
+  /** Seconds a request body may take to arrive in full; a slower sender gets 408 and its connection closed. */
+  bodyDeadlineSeconds: number;
+  /** Megabytes of request bodies held in memory at once across all requests; past it, 503 `busy`. */
+  bodyBufferMegabytes: number;
   /** Checks every response against the spec and fails loudly; on in tests and development. */
   validateResponses: boolean;
   /** One line per request on stdout (src/accessLog.ts); off by default in tests, whose output it would drown. */
@@ -75,6 +79,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedPgPort: env.EMBEDDED_PG_PORT ? integer('EMBEDDED_PG_PORT', 0, env) : undefined,
     embeddedDatabase: env.EMBEDDED_PG_DATABASE || 'sdx',
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', 600, env),
+    bodyDeadlineSeconds: integer('BODY_DEADLINE_SECONDS', 60, env),
+    bodyBufferMegabytes: integer('BODY_BUFFER_MB', 128, env),
     validateResponses: env.VALIDATE_RESPONSES === '1' || env.NODE_ENV === 'test',
     accessLog: onOff('ACCESS_LOG', env.NODE_ENV !== 'test', env),
     dbStatementTimeoutMs: integer('DB_STATEMENT_TIMEOUT_MS', 5_000, env),

@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
-import { RATE_WINDOW_MS, type RateWindow } from '../domain/apiKeys/rateWindow.js';
+import type { FoundKey } from '../domain/apiKeys/admission.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
-import { countRequestSql } from './rateLimits.js';
 import { rowToStudy, STRUCTURE_SQL, structureOf } from './studies.js';
 
 export const TABLE = 'api_keys';
@@ -43,8 +42,9 @@ function rowToKey(r: KeyRecord): ApiKeyRow {
 }
 
 /**
- * Object.assign rather than a spread followed by members: in Node 20, `{ ...key, a, b }` costs V8 half a
- * microsecond per member added, and this runs for every key row of every request (bench/README.md).
+ * Object.assign rather than a spread followed by members: in Node 20 the spread costs V8 time per member
+ * added and leaves an object slower to read, and this runs for every key row of every request; side by
+ * side it was worth well over 5 % of the design call (bench/README.md).
  */
 function rowToKeyWithMaker(r: KeyRecord): ApiKeyWithMaker {
   return Object.assign(rowToKey(r), {
@@ -67,98 +67,35 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** One API request's key, as the security step asks for it: its fingerprint, and the instant its state is judged at. */
-export interface KeyRequest {
-  fingerprint: Buffer;
-  at: Date;
-}
-
-export interface KeyForRequest {
-  key: ApiKeyWithMaker;
-  study: StudyRow;
-  /** The key's rate window with this request counted; absent when the key does not work (the request is refused with 401). */
-  window: RateWindow | undefined;
-}
-
 /**
- * What the security step of API requests needs, for a batch of requests in one statement
- * (src/db/keyLookup.ts gathers them): each request's key by fingerprint, the key's study row (a request
- * can only ever reach its key's own study: checkKeyAccess), and each request counted against its key's
- * rate window and request counter (countRequestSql) when the key works. On this machine each round trip
- * costs a request more than the SQL it runs (bench/README.md), and under load one statement now serves
- * the many requests that arrived while the previous one ran.
- *
- * Requests refused with 401 are never counted, so counting covers only requests whose key is in the
- * state `active` at the request's own instant: `working` below is keyStateOf
- * (src/domain/apiKeys/keyState.ts) written in SQL, to the millisecond, as a JavaScript Date holds the
- * expiry. The domain stays the authority; the security step stops if the two ever disagree, and
- * test/integration/requestPath.test.ts holds them together state by state.
- *
- * Several requests of one key in a batch are counted as if they came one after the other, in the
- * batch's order: the window grows by their number and each request gets its own place in it. Windows
- * are written in key order, and keys' counters after all windows, so two batches sharing keys queue
- * rather than deadlock.
+ * The keys of a batch of API requests by fingerprint (src/db/keyLookup.ts gathers them), each with its
+ * study row: a request can only ever reach its key's own study (admissionOf). On this machine each round
+ * trip costs a request more than the SQL it runs (bench/README.md), and under load one statement serves
+ * the many requests that arrived while the previous one ran. Whether a key works is not decided here but
+ * by the domain (authenticateRequest), from the facts this returns.
  *
  * A study's design comes back only when this process has not parsed that design yet. The statement is
  * prepared: PostgreSQL plans it once per connection (planning took longer than running it).
- *
- * Its commit does not wait for the WAL to reach the disk (`synchronous_commit` off for this transaction
- * alone, set with the counts it concerns): the service waited on that flush for a quarter of its time
- * under load, and a database crash can then lose only the counts of its last fraction of a second (three
- * rounds of the WAL writer, 600 ms by default), which a rate window can spare (SECURITY.md, API4). Clinical
- * writes and the audit trail keep waiting for theirs. So it runs on its own, never inside another
- * transaction, whose commit the setting would reach.
  */
-export async function findKeysForRequests(db: Knex, requests: readonly KeyRequest[]): Promise<(KeyForRequest | undefined)[]> {
+export async function findKeysForRequests(db: Knex, fingerprints: readonly Buffer[]): Promise<(FoundKey | undefined)[]> {
   const { rows } = await db.raw(
-    `with req as (
-       select fingerprint, at, position from unnest(cast(:fingerprints as bytea[]), cast(:ats as timestamptz[])) with ordinality as r(fingerprint, at, position)
-     ),
-     found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint in (select fingerprint from req)),
-     key_studies as materialized (
+    `with found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))),
+     key_studies as (
        select st.id as study_id, (select min(f.id) from found f where f.study_id = st.id) as first_key,
          to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
          case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
        from studies st where st.id in (select study_id from found)
-     ),
-     counting as (
-       select req.position, found.id from req join found on found.fingerprint = req.fingerprint
-       where found.revoked_at is null and date_trunc('milliseconds', found.expires_at) > req.at
-         and found.maker_is_manager and (not found.can_read or found.maker_can_export)
-     ),
-     working as materialized (
-       select id, count(*) as n, array_agg(position order by position) as positions,
-         set_config('synchronous_commit', 'off', true) as commit_mode
-       from counting group by id order by id
-     ),
-     ${countRequestSql('working')}
-     select found.*, s.study_row, s.study_structure, s.study_design, win.points as window_points, win.expire as window_expire,
-       w.positions as counted_positions
-     from found
-       left join (select study_id, first_key, study_row, study_structure, study_design from key_studies) s on s.first_key = found.id
-       left join working w on w.id = found.id
-       left join win on win.key = 'key:' || w.id`,
-    {
-      fingerprints: requests.map((r) => r.fingerprint), ats: requests.map((r) => r.at), known: [...designs.keys()],
-      now: Date.now(), expire: Date.now() + RATE_WINDOW_MS,
-    },
+     )
+     select found.*, s.study_row, s.study_structure, s.study_design
+     from found left join key_studies s on s.first_key = found.id`,
+    { fingerprints, known: [...designs.keys()] },
   ).options({ name: 'sdx_keys_for_requests' });
   // A study's row and structure come once, with the first of its keys in the batch.
   const studies = new Map<number, StudyRow>();
   for (const row of rows as KeyRecord[]) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row));
-  const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow }>();
-  /** Points of each counted request, by its 1-based position in the batch (`with ordinality`). */
-  const counted = new Map<number, RateWindow>();
-  for (const row of rows as KeyRecord[]) {
-    keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)! });
-    const positions: number[] = (row.counted_positions ?? []).map(Number);
-    // The counted requests of a key take its window's last places, in the batch's order.
-    positions.forEach((position, i) => counted.set(position, { points: row.window_points - positions.length + 1 + i, expire: Number(row.window_expire) }));
-  }
-  return requests.map((request, i) => {
-    const found = keys.get(request.fingerprint.toString('hex'));
-    return found && { key: found.key, study: found.study, window: counted.get(i + 1) };
-  });
+  const keys = new Map<string, FoundKey>();
+  for (const row of rows as KeyRecord[]) keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)! });
+  return fingerprints.map((fingerprint) => keys.get(fingerprint.toString('hex')));
 }
 
 /** The study row that came with a key, its design parsed once per process and design hash. */

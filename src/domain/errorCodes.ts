@@ -9,7 +9,7 @@ export type ErrorCode =
   | 'invalid_parameter' | 'invalid_after' | 'invalid_body' | 'malformed_request' | 'request_too_large'
   | 'unauthorized' | 'key_missing' | 'key_malformed' | 'key_unknown' | 'key_revoked' | 'key_expired' | 'key_stopped'
   | 'right_missing' | 'api_disabled' | 'study_not_found' | 'not_found' | 'method_not_allowed' | 'subject_taken'
-  | 'payload_too_large' | 'too_many_records' | 'unsupported_media_type'
+  | 'payload_too_large' | 'too_many_records' | 'unsupported_media_type' | 'body_timeout' | 'busy'
   | 'unknown_form_or_visit' | 'unknown_site' | 'unknown_subject' | 'consent_missing'
   | 'fhir_not_fhir' | 'fhir_other_patient' | 'fhir_two_patients' | 'fhir_identity_mismatch' | 'idempotency_key_reused'
   | 'study_locked' | 'enrolment_closed' | 'rate_limited' | 'internal' | 'unavailable'

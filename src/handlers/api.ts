@@ -1,15 +1,13 @@
-import { OpenAPIBackend, type Context, type Document, type Request } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { authenticateKey } from '../domain/apiKeys/authenticateKey.js';
-import { checkKeyAccess, type KeyRight } from '../domain/apiKeys/keyAccess.js';
-import { rateDecision } from '../domain/apiKeys/rateWindow.js';
+import { admissionOf } from '../domain/apiKeys/admission.js';
+import type { KeyRight } from '../domain/apiKeys/keyAccess.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
-import type { KeyForRequest } from '../db/apiKeys.js';
 import { handlers } from './index.js';
-import { bearerOf, keyLookupOf } from './keyLookupOfRequest.js';
-import { parseRequestsQuickly } from './requestParsing.js';
+import { keyRequestOf } from './requestKey.js';
+import { installRouterShortcuts } from './routerShortcuts.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
 import { validationError } from './validationErrors.js';
@@ -57,30 +55,6 @@ function parameterExamples(c: Context): Record<string, unknown> {
     .map((p) => [`/${p.in}/${p.in === 'header' ? p.name.toLowerCase() : p.name}`, p.example]));
 }
 
-/** Methods and paths whose operation is remembered; paths carry study codes the client chooses, so the cache is bounded. */
-const ROUTES_REMEMBERED = 1000;
-
-/**
- * openapi-backend rebuilds its list of operations and a regular expression per path on every match,
- * about 0.25 ms of CPU, and a request is matched twice (app.ts picks the body parser, then
- * handleRequest routes): more than a bare Koa request costs in all. The contract does not change
- * while the process runs, so the operation found for a method and path is remembered.
- */
-function rememberRoutes(api: OpenAPIBackend): void {
-  const router = api.router;
-  const match = router.matchOperation.bind(router) as (req: Request, strict?: boolean) => ReturnType<typeof router.matchOperation>;
-  const found = new Map<string, NonNullable<ReturnType<typeof router.matchOperation>>>();
-  router.matchOperation = ((req: Request, strict?: boolean) => {
-    const key = `${req.method} ${req.path}`;
-    const operation = found.get(key) ?? match(req, strict);
-    if (operation && !found.has(key)) {
-      if (found.size >= ROUTES_REMEMBERED) found.clear();
-      found.set(key, operation);
-    }
-    return operation;
-  }) as typeof router.matchOperation;
-}
-
 /**
  * A JSON answer as UTF-8 bytes, which Node sends far faster than the same long string (serializedJson.ts);
  * undefined for a text answer.
@@ -90,9 +64,6 @@ function jsonBytes(body: unknown): Buffer | undefined {
   if (typeof body === 'object' && body !== null && !Buffer.isBuffer(body)) return Buffer.from(JSON.stringify(body), 'utf8');
   return undefined;
 }
-
-/** The key's study and rate window read by the security handler, until postSecurityHandler checks them. */
-const keyRequests = new WeakMap<KoaContext, KeyForRequest>();
 
 /**
  * The openapi-backend instance: routes by operationId, validates every request against the spec,
@@ -111,17 +82,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
 
   api.registerSecurityHandler('ApiKey', async (_c: Context, ctx: KoaContext) => {
     try {
-      // The key's study and the counting of the request come in the key's own query: one round trip per request,
-      // sent with the headers when the request has a body (keyLookupOfRequest.ts).
-      const { at, find } = keyLookupOf(ctx.req, services, new Date());
-      const lookup = {
-        async findByFingerprint(fingerprint: Buffer) {
-          const found = await find(fingerprint);
-          if (found) keyRequests.set(ctx, found);
-          return found?.key;
-        },
-      };
-      ctx.state.key = await authenticateKey(lookup, bearerOf(ctx.request.headers.authorization), at);
+      ctx.state.key = (await keyRequestOf(ctx)).key;
       return ctx.state.key;
     } catch (error) {
       // openapi-backend treats any rejection as "unauthorized"; keep the error so a database fault is not reported as a bad key.
@@ -133,20 +94,16 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     unauthorizedHandler: (c: Context) => {
       throw (c.security as Record<string, { error?: unknown }>).ApiKey?.error ?? new DomainError('key_missing');
     },
-    postSecurityHandler: (c: Context, ctx: KoaContext) => {
-      const key = ctx.state.key;
-      if (!c.security?.authorized || !key) return;
-      const found = keyRequests.get(ctx);
-      if (!found?.window) throw new Error('a working key came without its rate window: the SQL key state of findKeysForRequests disagrees with keyStateOf');
-      const rate = rateDecision(found.window, services.config.rateLimitPerMinute);
+    postSecurityHandler: async (c: Context, ctx: KoaContext) => {
+      if (!c.security?.authorized || !ctx.state.key) return;
+      const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
+      const request = await keyRequestOf(ctx);
+      const { rate, study, refusal } = admissionOf({ ...request, window: await request.window }, call, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));
       ctx.set('RateLimit-Reset', String(rate.resetSeconds));
-      if (!rate.allowed) throw new DomainError('rate_limited', { limit: rate.limit, retry_after: rate.resetSeconds });
-      const studyCode = String(c.request.params.study_code);
-      const right = OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any';
-      // Only the key's own study can pass checkKeyAccess: any other code is refused exactly as an unknown one.
-      ctx.state.study = checkKeyAccess(key, studyCode, found.study.code === studyCode ? found.study : undefined, right);
+      if (refusal) throw refusal;
+      ctx.state.study = study;
     },
     validationFail: (c: Context) => {
       const records = (c.request.requestBody as { records?: unknown } | undefined)?.records;
@@ -215,7 +172,6 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
   });
   api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);
   await api.init();
-  rememberRoutes(api);
-  parseRequestsQuickly(api.router);
+  installRouterShortcuts(api.router);
   return api;
 }

@@ -22,6 +22,7 @@ const STATUS: Record<ErrorCode, number> = {
   study_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  body_timeout: 408,
   subject_taken: 409,
   payload_too_large: 413,
   request_too_large: 431,
@@ -44,6 +45,7 @@ const STATUS: Record<ErrorCode, number> = {
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+  busy: 503,
   // Refusals of the staff portal's pages and forms (src/portal), shown as HTML pages with these statuses.
   sign_in_failed: 401,
   portal_forbidden: 403,

@@ -114,8 +114,8 @@ describe('rate limit and usage counters across service processes', () => {
     expect(refused.body).to.include({ code: 'rate_limited', detail: `This API key made more than 5 requests in a minute; retry after ${refused.headers.get('retry-after')} s.` });
     expect(rateHeaders(refused)).to.include({ limit: '5', remaining: '0' });
     expect(Number(refused.headers.get('retry-after'))).to.equal(rateHeaders(refused).reset);
-    // The second OS process, configured for 600, counts on from the same window: 5 answered, 1 refused, and this one.
-    expect(rateHeaders(await get(second.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '600', remaining: '593' });
+    // The second OS process, configured for 600, counts on in the same minute: 5 let through and this one (the 429 took no place).
+    expect(rateHeaders(await get(second.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '600', remaining: '594' });
     // Another key has a window of its own.
     const other = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Quiet system' });
     expect(rateHeaders(await get(small.baseUrl, '/api/v1/studies/DEMO', other.key))).to.include({ limit: '5', remaining: '4' });
@@ -146,9 +146,10 @@ describe('rate limit and usage counters across service processes', () => {
     const wrongType = await post('text/plain', 'records');
     expect(wrongType.status).to.equal(415);
     await wrongType.text();
-    // A value of no key (here not even well-formed): nothing is counted, whatever the body.
+    // A value of no key (here not even well-formed) is refused from the headers, before its body is read: nothing is counted.
     const unknown = await post('application/json', '{"records": [', `${key.slice(0, -6)}AAAAAA`);
-    expect(unknown.status).to.equal(422);
+    expect(unknown.status).to.equal(401);
+    expect(unknown.headers.get('connection')).to.equal('close');
     await unknown.text();
     expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(1);
     expect(rateHeaders(await get(small.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '5', remaining: '3' });
@@ -164,15 +165,19 @@ describe('rate limit and usage counters across service processes', () => {
     expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(0);
   });
 
-  it('opens a new window once the current one has ended', async () => {
+  it('counts over a sliding minute: a place frees up when the request that held it is a minute old, not before', async () => {
     const { key, id } = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Next minute' });
     for (let i = 0; i < 5; i++) expect((await get(smallTwin.baseUrl, '/api/v1/studies/DEMO', key)).status).to.equal(200);
-    expect((await get(small.baseUrl, '/api/v1/studies/DEMO', key)).status).to.equal(429);
-    // Test set-up: end the window now instead of waiting a minute.
-    await app.db.knex('rate_limits').where({ key: `key:${id}` }).update({ expire: Date.now() - 1 });
-    const fresh = await get(small.baseUrl, '/api/v1/studies/DEMO', key);
-    expect(fresh.status).to.equal(200);
-    expect(rateHeaders(fresh)).to.include({ limit: '5', remaining: '4' });
-    expect(rateHeaders(fresh).reset).to.be.within(59, 60);
+    const refused = await get(small.baseUrl, '/api/v1/studies/DEMO', key);
+    expect(refused.status).to.equal(429);
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(59, 60);
+    // Test set-up: the first two requests are a minute old instead of waiting a minute; the other three are not.
+    await app.db.knex.raw(`update rate_limits set hits[1] = hits[1] - 60000, hits[2] = hits[2] - 60000 where key = ?`, [`key:${id}`]);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await get(small.baseUrl, '/api/v1/studies/DEMO', key));
+    expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 429]);
+    expect(rateHeaders(answers[1])).to.include({ limit: '5', remaining: '0' });
+    // The next place frees up when the third of the first five is a minute old.
+    expect(rateHeaders(answers[1]).reset).to.be.within(58, 60);
   });
 });

@@ -4,6 +4,9 @@ import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
 import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
 import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
 import { findKeysForRequests } from '../../src/db/apiKeys.js';
+import { countRequests } from '../../src/db/rateLimits.js';
+import { authenticateRequest } from '../../src/domain/apiKeys/admission.js';
+import type { DomainError } from '../../src/domain/errors.js';
 import { createKeyLookup } from '../../src/db/keyLookup.js';
 import { insertRows } from '../../src/db/insertRows.js';
 import { openDatabase, type Database } from '../../src/db/knex.js';
@@ -26,18 +29,16 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
   });
 
   describe('findKeysForRequests', () => {
-    const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer, at: Date) => (await findKeysForRequests(knex, [{ fingerprint, at }]))[0];
+    const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer) => (await findKeysForRequests(knex, [fingerprint]))[0];
+    const countRequest = async (knex: Database['knex'], keyId: number, limit = 600) => (await countRequests(knex, [{ keyId, at: new Date() }], limit))[0];
 
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
       const fingerprint = fingerprintOf(world.key);
       const study = await stores.studies.findByCode('DEMO');
       for (let i = 0; i < 2; i++) {
-        const found = await findKeyForRequest(db.knex, fingerprint, new Date());
-        // The key as it was before this request was counted.
-        const { requestCount, lastUsedAt, ...key } = found!.key;
-        const { requestCount: _c, lastUsedAt: _l, ...stored } = (await stores.apiKeys.findByFingerprint(fingerprint))!;
-        expect(key).to.deep.equal(stored);
+        const found = await findKeyForRequest(db.knex, fingerprint);
+        expect(found!.key).to.deep.equal(await stores.apiKeys.findByFingerprint(fingerprint));
         const { structure, ...row } = found!.study;
         expect(row).to.deep.equal(study);
         // The structure it carries is what the study store reads with its own queries.
@@ -48,37 +49,61 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
     it('gives each key its own study, and nothing for an unknown fingerprint', async () => {
       const other = await db.knex('api_keys as k').join('studies as s', 's.id', 'k.study_id').where('s.code', 'OTHER').first('k.fingerprint');
-      const found = await findKeyForRequest(db.knex, other.fingerprint, new Date());
+      const found = await findKeyForRequest(db.knex, other.fingerprint);
       expect(found!.study.code).to.equal('OTHER');
       expect(found!.key.studyCode).to.equal('OTHER');
-      expect(await findKeyForRequest(db.knex, fingerprintOf('sdx_nothing'), new Date())).to.equal(undefined);
+      expect(await findKeyForRequest(db.knex, fingerprintOf('sdx_nothing'))).to.equal(undefined);
     });
 
     it('hands out a frozen design, so no request can change what the next one reads', async () => {
-      const { study } = (await findKeyForRequest(db.knex, fingerprintOf(world.key), new Date()))!;
+      const { study } = (await findKeyForRequest(db.knex, fingerprintOf(world.key)))!;
       expect(Object.isFrozen(study.design)).to.equal(true);
       expect(Object.isFrozen(study.design.forms[0].fields[0])).to.equal(true);
       expect(() => study.design.forms.push(study.design.forms[0])).to.throw(TypeError);
     });
 
-    it('counts each request in the window and in the key, and starts a new window when one ends', async () => {
-      const { key, id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
+    it('counts each request in the key\'s minute and in the key, lets none past the limit take a place, and frees a place once a minute old', async () => {
+      const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
       const windows = [];
-      for (let i = 0; i < 4; i++) windows.push((await findKeyForRequest(db.knex, fingerprintOf(key), new Date()))!.window!);
+      for (let i = 0; i < 4; i++) windows.push(await countRequest(db.knex, id, 3));
       expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 3, 4]);
       expect(windows.map((w) => rateDecision(w, 3)).map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
       for (const w of windows) expect(rateDecision(w, 3).resetSeconds).to.be.within(1, 60);
       const after = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
       expect(after.request_count).to.equal(4);
       expect(after.last_used_at).to.be.instanceOf(Date);
-      expect(await db.knex('rate_limits').where({ key: `key:${id}` }).first('points')).to.deep.equal({ points: 4 });
+      // The refused fourth request took no place in the minute.
+      const { hits } = await db.knex('rate_limits').where({ key: `key:${id}` }).first('hits');
+      expect(hits).to.have.length(3);
 
-      await db.knex('rate_limits').where({ key: `key:${id}` }).update({ expire: Date.now() - 1 });
-      const fresh = (await findKeyForRequest(db.knex, fingerprintOf(key), new Date()))!.window!;
-      expect(rateDecision(fresh, 3)).to.deep.include({ allowed: true, remaining: 2 });
+      // Test set-up: the first request let through is now a minute old, the others are not.
+      await db.knex.raw(`update rate_limits set hits[1] = hits[1] - 60000 where key = ?`, [`key:${id}`]);
+      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: true, remaining: 0 });
+      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: false, remaining: 0 });
     });
 
-    it('counts a request exactly when keyStateOf says the key works, in every state and at the expiry instant', async () => {
+    it('lets at most the limit through in any 60 seconds, across what was a fixed window\'s edge (issue 21.8)', async () => {
+      const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Double burst' });
+      const start = Date.now();
+      // One request 57 s before a burst of 1,200 in 6.6 s (in batches of 10), then 300 more a minute later:
+      // a fixed window opened by the first would have let 1,199 of the burst through. Instants chosen by the test.
+      const tens = (instants: number[]) => Array.from({ length: instants.length / 10 }, (_, i) => instants.slice(i * 10, i * 10 + 10));
+      const batches = [[start - 57_000], ...tens(Array.from({ length: 1200 }, (_, i) => start + Math.floor(i * 5.5))), ...tens(Array.from({ length: 300 }, (_, i) => start + 60_000 + i * 10))];
+      const passed: number[] = [];
+      for (const instants of batches) {
+        // A statement counts its batch at the batch's latest instant.
+        const windows = await countRequests(db.knex, instants.map((at) => ({ keyId: id, at: new Date(at) })), 600);
+        const at = Math.max(...instants);
+        for (const w of windows) if (rateDecision(w, 600, at).allowed) passed.push(at);
+      }
+      // The minute of the first request holds 600; one more once it is a minute old, at 3 s into the burst.
+      expect(passed.filter((at) => at <= start + 6600)).to.have.length(601);
+      for (const at of passed) expect(passed.filter((other) => other > at - 60_000 && other <= at).length).to.be.at.most(600);
+      // A minute after the burst, places free up again as the burst's requests leave the minute.
+      expect(passed.filter((at) => at >= start + 60_000).length).to.be.above(0);
+    });
+
+    it('authenticates and counts a request exactly when keyStateOf says the key works, in every state and at the expiry instant', async () => {
       const at = new Date(Date.now() + 60_000);
       await addPerson(db.knex, 'DEMO', 'demoted@sdx.test', { role: 'manager', canExport: true });
       await addPerson(db.knex, 'DEMO', 'no-export@sdx.test', { role: 'manager', canExport: true });
@@ -104,52 +129,52 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       for (const [name, c] of Object.entries(cases)) made.set(name, await makeKey(db.knex, { study: 'DEMO', by: c.maker ?? world.manager, name, canRead: c.canRead ?? true }));
       for (const [name, c] of Object.entries(cases)) await c.change?.(made.get(name)!.id);
 
+      const gate = createKeyLookup(db.knex, 600);
       for (const [name, c] of Object.entries(cases)) {
         const { key, id } = made.get(name)!;
-        const found = (await findKeyForRequest(db.knex, fingerprintOf(key), at))!;
-        const state = keyStateOf(found.key, at).state;
+        const state = keyStateOf((await findKeyForRequest(db.knex, fingerprintOf(key)))!.key, at).state;
         expect([name, state]).to.deep.equal([name, c.state]);
-        expect([name, found.window !== undefined]).to.deep.equal([name, state === 'active']);
+        const outcome = await authenticateRequest(gate, key, at).then(async (r) => (await r.window).points, (e: DomainError) => e.code);
+        expect([name, outcome]).to.deep.equal([name, state === 'active' ? 1 : `key_${state}`]);
         const counted = await db.knex('api_keys').where({ id }).first('request_count');
         expect([name, counted.request_count]).to.deep.equal([name, state === 'active' ? 1 : 0]);
         expect([name, (await db.knex('rate_limits').where({ key: `key:${id}` })).length]).to.deep.equal([name, state === 'active' ? 1 : 0]);
       }
     });
 
-    it('counts the requests of one batch one after the other, each in its own place, and answers each as if alone', async () => {
+    it('finds the keys of one batch each in its place, and counts its requests one after the other, each in its own place', async () => {
       const a = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch A' });
       const b = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch B' });
-      const revoked = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch revoked' });
-      await db.knex('api_keys').where({ id: revoked.id }).update({ revoked_at: new Date() });
+      const order = [a, a, undefined, b, a];
+      const found = await findKeysForRequests(db.knex, order.map((k) => fingerprintOf(k?.key ?? 'sdx_nothing')));
+      expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch B', 'Batch A']);
       const at = new Date();
-      const order = [a, a, undefined, revoked, b, a];
-      const found = await findKeysForRequests(db.knex, order.map((k) => ({ fingerprint: fingerprintOf(k?.key ?? 'sdx_nothing'), at })));
-      expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch revoked', 'Batch B', 'Batch A']);
-      expect(found.map((f) => f?.window?.points)).to.deep.equal([1, 2, undefined, undefined, 1, 3]);
-      for (const f of found.filter((f) => f?.window)) expect(f!.window!.expire - at.getTime()).to.be.within(59_000, 61_000);
-      const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id, revoked.id]).orderBy('id').pluck('request_count');
-      expect(counts).to.deep.equal([3, 1, 0]);
-      expect((await findKeyForRequest(db.knex, fingerprintOf(a.key), new Date()))!.window!.points).to.equal(4);
+      const windows = await countRequests(db.knex, [a, a, b, a].map((k) => ({ keyId: k.id, at })), 600);
+      expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 1, 3]);
+      for (const w of windows) expect(w.expire - at.getTime()).to.equal(60_000);
+      const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id]).orderBy('id').pluck('request_count');
+      expect(counts).to.deep.equal([3, 1]);
+      expect((await countRequest(db.knex, a.id)).points).to.equal(4);
     });
 
     it('commits its counts without waiting for the WAL flush, and leaves that setting to its own transaction', async () => {
-      const fingerprint = fingerprintOf(world.key);
-      // A pool of one connection: the statement after the look-up runs on the connection the look-up used.
+      const id = world.keyId;
+      // A pool of one connection: the statement after the count runs on the connection the count used.
       const one = await openDatabase(testConfig({ DATABASE_URL: db.url }), 1);
       const single = one.knex;
       try {
         const setting = async (knex: Knex) => (await knex.raw(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
         expect(await setting(single)).to.equal('on');
-        expect((await findKeyForRequest(single, fingerprint, new Date()))!.window).to.not.equal(undefined);
+        expect((await countRequest(single, id)).points).to.be.above(0);
         // The one connection of the pool, which clinical writes would use next, commits synchronously again.
         expect(await setting(single)).to.equal('on');
         await single.transaction(async (trx) => {
-          await findKeyForRequest(trx, fingerprint, new Date());
+          await countRequest(trx, id);
           expect(await setting(trx)).to.equal('off');
         });
-        // A batch of unknown keys counts nothing, and so changes nothing.
+        // Finding keys writes nothing, and so changes nothing.
         await single.transaction(async (trx) => {
-          await findKeyForRequest(trx, fingerprintOf('sdx_nothing'), new Date());
+          await findKeyForRequest(trx, fingerprintOf(world.key));
           expect(await setting(trx)).to.equal('on');
         });
       } finally {
@@ -157,29 +182,32 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       }
     });
 
-    it('sends the look-ups made in one turn of the event loop in one statement, and a later one at once after it', async () => {
+    it('sends the look-ups and counts made in one turn of the event loop in one statement each, and a later one at once after it', async () => {
       const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'One turn' });
-      const lookup = createKeyLookup(db.knex);
-      const statements: unknown[] = [];
-      const count = (query: { options?: { name?: string } }) => { if (query.options?.name === 'sdx_keys_for_requests') statements.push(query); };
-      db.knex.on('query', count);
+      const lookup = createKeyLookup(db.knex, 600);
+      const statements: string[] = [];
+      const log = (query: { options?: { name?: string } }) => { if (query.options?.name?.startsWith('sdx_')) statements.push(query.options.name); };
+      db.knex.on('query', log);
       try {
-        const together = await Promise.all(Array.from({ length: 10 }, () => lookup.find(fingerprintOf(key.key), new Date())));
-        expect(together.map((f) => f!.window!.points)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-        expect(statements).to.have.length(1);
-        expect((await lookup.find(fingerprintOf(key.key), new Date()))!.window!.points).to.equal(11);
-        expect(statements).to.have.length(2);
+        const together = await Promise.all(Array.from({ length: 10 }, () => authenticateRequest(lookup, key.key, new Date())));
+        expect(await Promise.all(together.map(async (r) => (await r.window).points))).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect(statements).to.deep.equal(['sdx_keys_for_requests', 'sdx_count_requests']);
+        expect((await (await authenticateRequest(lookup, key.key, new Date())).window).points).to.equal(11);
+        expect(statements).to.have.length(4);
       } finally {
-        db.knex.off('query', count);
+        db.knex.off('query', log);
       }
     });
 
-    it('gathers concurrent look-ups into batches without losing, doubling or deadlocking a count, over two processes\' worth of lookups', async () => {
+    it('gathers concurrent counts into batches without losing, doubling or deadlocking a count, over two processes\' worth of requests', async () => {
       const keys = [await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 1' }), await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 2' })];
-      const lookups = [createKeyLookup(db.knex), createKeyLookup(db.knex)];
-      const answers = await Promise.all(Array.from({ length: 240 }, (_, i) => lookups[i % 2].find(fingerprintOf(keys[Math.floor(i / 3) % 2].key), new Date())));
+      const lookups = [createKeyLookup(db.knex, 600), createKeyLookup(db.knex, 600)];
+      const answers = await Promise.all(Array.from({ length: 240 }, async (_, i) => {
+        const key = keys[Math.floor(i / 3) % 2];
+        return { id: key.id, window: await lookups[i % 2].count(key.id, new Date()) };
+      }));
       for (const [n, key] of keys.entries()) {
-        const points = answers.filter((f) => f!.key.id === key.id).map((f) => f!.window!.points).sort((x, y) => x - y);
+        const points = answers.filter((a) => a.id === key.id).map((a) => a.window.points).sort((x, y) => x - y);
         expect(points, `key ${n + 1}`).to.deep.equal(Array.from({ length: 120 }, (_, i) => i + 1));
         expect((await db.knex('api_keys').where({ id: key.id }).first()).request_count).to.equal(120);
       }

@@ -5,7 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
+import { admissionOf, authenticateRequest, type KeyGate } from '../../src/domain/apiKeys/admission.js';
 import { authenticateKey } from '../../src/domain/apiKeys/authenticateKey.js';
+import type { KeyRight } from '../../src/domain/apiKeys/keyAccess.js';
 import { createApiKey, type NewApiKey } from '../../src/domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../../src/domain/apiKeys/listApiKeys.js';
 import { listReads } from '../../src/domain/apiKeys/listReads.js';
@@ -174,6 +176,44 @@ describe('authenticateKey', () => {
       keyId: 11, keyName: 'LIMS', studyId: 1, studyCode: 'DEMO', canRead: false, canWrite: true, canEnrol: true, siteIds: [2],
       makerId: 7, makerName: 'Dana', makerUnblinded: false,
     });
+  });
+});
+
+describe('authenticateRequest and admissionOf', () => {
+  const value = generateKeyValue();
+  const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as StudyRow;
+  /** A gate over one stored key that records what it was asked to count. */
+  const gateWith = (key: ApiKeyWithMaker | undefined, points = 1) => {
+    const counted: number[] = [];
+    const gate: KeyGate = { find: async () => key && { key, study }, count: async (keyId) => { counted.push(keyId); return { points, expire: NOW.getTime() + 30_000 }; } };
+    return { gate, counted };
+  };
+
+  it('counts a request only when its key works, so a 401 never counts', async () => {
+    for (const changes of [{ revokedAt: NOW }, { expiresAt: NOW }, { makerIsManager: false }]) {
+      const { gate, counted } = gateWith(storedKey(value, changes));
+      expect((await refusal(authenticateRequest(gate, value, NOW))).code).to.match(/^key_/);
+      expect(counted).to.deep.equal([]);
+    }
+    const { gate, counted } = gateWith(storedKey(value));
+    const request = await authenticateRequest(gate, value, NOW);
+    expect([request.key.keyId, request.study.code, (await request.window).points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
+  });
+
+  it('refuses over the rate first, then another study as an unknown one, then a missing right, always with the rate used', async () => {
+    const key = (await authenticateRequest(gateWith(storedKey(value, { canEnrol: false })).gate, value, NOW)).key;
+    const window = (points: number) => ({ points, expire: NOW.getTime() + 30_000 });
+    const cases: [number, string, KeyRight, string | undefined][] = [
+      [601, 'OTHER', 'enrol', 'rate_limited'],
+      [600, 'OTHER', 'read', 'study_not_found'],
+      [600, 'DEMO', 'enrol', 'right_missing'],
+      [600, 'DEMO', 'write', undefined],
+    ];
+    for (const [points, studyCode, right, code] of cases) {
+      const admission = admissionOf({ key, study, window: window(points) }, { studyCode, right }, 600, NOW.getTime());
+      expect([admission.refusal?.code, admission.study?.code, admission.rate.remaining, admission.rate.resetSeconds])
+        .to.deep.equal([code, code ? undefined : 'DEMO', 0, 30]);
+    }
   });
 });
 

@@ -466,6 +466,7 @@ export interface components {
          *     | 403 | `right_missing`, `api_disabled` |
          *     | 404 | `study_not_found`, `not_found` |
          *     | 405 | `method_not_allowed` |
+         *     | 408 | `body_timeout` |
          *     | 409 | `subject_taken` |
          *     | 413 | `payload_too_large`, `too_many_records` |
          *     | 415 | `unsupported_media_type` |
@@ -474,7 +475,7 @@ export interface components {
          *     | 431 | `request_too_large` (request line or headers over 16 KB, on any address; the answer is in English) |
          *     | 429 | `rate_limited` |
          *     | 500 | `internal` |
-         *     | 503 | `unavailable` |
+         *     | 503 | `unavailable`, `busy` |
          */
         Problem: {
             /**
@@ -1053,6 +1054,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The body did not arrive in full within the time allowed (`body_timeout`). Nothing is kept. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description More than 500 records (`too_many_records`), or a body over 5 MB (`payload_too_large`). Nothing is kept. */
         PayloadTooLarge: {
             headers: {
@@ -1102,7 +1112,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Database unavailable; retry later (`unavailable`). */
+        /** @description Database unavailable (`unavailable`), or the service holds as many request bodies as it will at once (`busy`); retry after `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -1167,17 +1177,17 @@ export interface components {
         /** @description Sent only on an answer repeated for an `Idempotency-Key` that was used before: this request changed nothing, and the body is the first answer. */
         IdempotentReplayed: "true";
         /**
-         * @description Requests allowed per 60-second window for this key (600).
+         * @description Requests allowed in any 60 seconds for this key (600).
          * @example 600
          */
         RateLimitLimit: number;
         /**
-         * @description Requests left for this key in the current window.
+         * @description Requests left for this key in the last 60 seconds (a sliding minute).
          * @example 587
          */
         RateLimitRemaining: number;
         /**
-         * @description Seconds until the current window resets.
+         * @description Seconds until a place is free again, when the oldest request counted in the last 60 seconds is a minute old.
          * @example 42
          */
         RateLimitReset: number;
@@ -1373,6 +1383,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1507,6 +1518,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
@@ -1662,6 +1674,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];

@@ -83,6 +83,10 @@ export const en: Catalog = {
   'rate_limited.detail': 'This API key made more than {limit} requests in a minute; retry after {retry_after} s.',
   'internal.title': 'Internal error',
   'internal.detail': 'The service failed to answer. Quote the request id {request_id} when reporting it.',
+  'body_timeout.title': 'Request body too slow',
+  'body_timeout.detail': 'The request body did not arrive in full within {seconds} s.',
+  'busy.title': 'Service busy',
+  'busy.detail': 'The service is receiving too many request bodies at once; retry after {retry_after} s.',
   'unavailable.title': 'Service unavailable',
   'unavailable.detail': 'The database is not reachable; retry later.',
 

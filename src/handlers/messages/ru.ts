@@ -82,6 +82,10 @@ export const ru: Catalog = {
   'rate_limited.detail': 'Этот API-ключ сделал больше {limit} запросов за минуту; повторите через {retry_after} с.',
   'internal.title': 'Внутренняя ошибка',
   'internal.detail': 'Сервис не смог ответить. Сообщите идентификатор запроса {request_id}.',
+  'body_timeout.title': 'Тело запроса передаётся слишком медленно',
+  'body_timeout.detail': 'Тело запроса не пришло полностью за {seconds} с.',
+  'busy.title': 'Сервис занят',
+  'busy.detail': 'Сервис принимает слишком много тел запросов одновременно; повторите через {retry_after} с.',
   'unavailable.title': 'Сервис недоступен',
   'unavailable.detail': 'База данных недоступна; повторите позже.',
 

@@ -2,7 +2,7 @@ import { parse as parseQueryString } from 'node:querystring';
 import { expect } from 'chai';
 import addFormatsModule from 'ajv-formats';
 import { OpenAPIBackend, type Document, type Request } from 'openapi-backend';
-import { parseRequestsQuickly } from '../../src/handlers/requestParsing.js';
+import { checkOpenapiBackendVersion, OPENAPI_BACKEND_VERSION, parseRequestsQuickly, rememberRoutes } from '../../src/handlers/routerShortcuts.js';
 import { loadSpec } from '../../src/handlers/spec.js';
 
 /** A router over the contract, as createApi builds it (coercion on), with or without the quick parse. */
@@ -37,6 +37,35 @@ const REQUESTS: [string, Request][] = [
   ['a path no operation has', koaRequest('GET', '/api/v1/nowhere/at/all')],
   ['no headers at all', { method: 'GET', path: '/api/v1/studies/DEMO', headers: undefined as unknown as Request['headers'], query: {} }],
 ];
+
+describe('the router shortcuts (routerShortcuts.ts)', () => {
+  it('start only on the openapi-backend version they were checked against', () => {
+    expect(() => checkOpenapiBackendVersion()).to.not.throw();
+    expect(() => checkOpenapiBackendVersion('5.22.0')).to.throw(/5\.22\.0 is installed.*checked against 5\.21\.2/);
+    expect(OPENAPI_BACKEND_VERSION).to.equal('5.21.2');
+  });
+
+  it('route every kind of request, the first time and from memory, exactly as openapi-backend does', async () => {
+    const library = await routerOf(false);
+    const remembering = await routerOf(false);
+    rememberRoutes(remembering);
+    const requests: Request[] = [...REQUESTS.map(([, request]) => request), koaRequest('DELETE', '/api/v1/studies/DEMO'), koaRequest('POST', '/api/v1/studies/DEMO/patients')];
+    for (const strict of [false, true]) {
+      for (let round = 0; round < 2; round++) {
+        for (const request of requests) {
+          const answer = (router: typeof library) => {
+            try {
+              return router.matchOperation(request, strict)?.operationId ?? null;
+            } catch (error) {
+              return (error as Error).message.slice(0, 3);
+            }
+          };
+          expect(answer(remembering), `${request.method} ${request.path} (strict ${strict}, round ${round})`).to.equal(answer(library));
+        }
+      }
+    }
+  });
+});
 
 describe('parseRequestsQuickly', () => {
   it('parses every kind of request exactly as openapi-backend does, before routing and for each operation', async () => {
