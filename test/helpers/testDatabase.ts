@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { loadConfig, type Config } from '../../src/config.js';
+import { startEmbedded } from '../../src/db/embedded.js';
 import { openDatabase, openOwnerDatabase, type Database } from '../../src/db/knex.js';
 import { prepareSchema } from '../../src/db/migrator.js';
 import { provisionRoles, rolesFor, withUser } from '../../src/db/roles.js';
@@ -50,6 +51,17 @@ export function testOwnerDatabase(): Promise<Database> {
     return owner;
   })();
   return shared.sdxTestOwner;
+}
+
+/**
+ * A superuser's address of the suite's server, on its `postgres` database: for tests that make and drop
+ * databases of their own beside the suite's (a restore's target). The embedded server is joined, never started here.
+ */
+export async function suiteAdminUrl(): Promise<string> {
+  await testOwnerDatabase();
+  const url = new URL(suiteUrl ?? (await startEmbedded(path.resolve('test-output/data'), { create: false })).adminUrl);
+  url.pathname = '/postgres';
+  return url.toString();
 }
 
 /** The suite's database as the service's runtime role. */

@@ -16,7 +16,7 @@ import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, demoDesign, giveConsent, operator } from '../helpers/factories.js';
-import { resetDatabase, testDatabase, testEnv } from '../helpers/testDatabase.js';
+import { resetDatabase, suiteAdminUrl, testDatabase, testEnv } from '../helpers/testDatabase.js';
 
 /**
  * `sdx backup` and `sdx restore` (src/db/backup.ts) through the command line, on the suite's server:
@@ -44,14 +44,18 @@ describe('sdx backup and sdx restore', function () {
   let db: Database;
   const made: { name: string; url: string; knex?: Knex }[] = [];
 
-  /** A throwaway database on the suite's server, dropped after the file. */
+  /**
+   * A throwaway database on the suite's server, made and dropped by its superuser, dropped after the file.
+   * The restore runs there as that superuser, its owner (the runtime role of the suite's own database may
+   * make no database).
+   */
   async function freshDatabase(): Promise<{ url: string; knex: Knex }> {
     const name = `sdx_audit_restore_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: Object.assign(new URL(db.url), { pathname: '/postgres' }).toString() });
+    const admin = new pg.Client({ connectionString: await suiteAdminUrl() });
     await admin.connect();
     await admin.query(`create database ${name}`);
     await admin.end();
-    const url = Object.assign(new URL(db.url), { pathname: `/${name}` }).toString();
+    const url = Object.assign(new URL(await suiteAdminUrl()), { pathname: `/${name}` }).toString();
     const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 2 } });
     made.push({ name, url, knex });
     return { url, knex };
@@ -77,7 +81,7 @@ describe('sdx backup and sdx restore', function () {
   });
 
   after(async () => {
-    const admin = new pg.Client({ connectionString: Object.assign(new URL(db.url), { pathname: '/postgres' }).toString() });
+    const admin = new pg.Client({ connectionString: await suiteAdminUrl() });
     await admin.connect();
     for (const d of made) {
       await d.knex?.destroy();
