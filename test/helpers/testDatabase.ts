@@ -21,7 +21,13 @@ const suiteUrl = process.env.TEST_DATABASE_URL;
 const suiteDatabase = suiteUrl ? decodeURIComponent(new URL(suiteUrl).pathname.slice(1)) : undefined;
 
 export const testEnv: NodeJS.ProcessEnv = suiteUrl && suiteDatabase
-  ? { DATABASE_URL: withUser(suiteUrl, rolesFor(suiteDatabase).runtime), DATABASE_OWNER_URL: withUser(suiteUrl, rolesFor(suiteDatabase).owner) }
+  ? {
+    DATABASE_URL: withUser(suiteUrl, rolesFor(suiteDatabase).runtime),
+    DATABASE_OWNER_URL: withUser(suiteUrl, rolesFor(suiteDatabase).owner),
+    // Not ./data's, which `make run` fills: the suite's audit checkpoints and their key stay with the suite.
+    AUDIT_CHECKPOINT_DIR: path.resolve('test-output/audit-checkpoints'),
+    AUDIT_SIGNING_KEY_FILE: path.resolve('test-output/audit-signing-key.pem'),
+  }
   : { DATA_DIR: path.resolve('test-output/data'), EMBEDDED_PG_DATABASE: 'sdx_test' };
 
 /**
