@@ -5,8 +5,9 @@ import { confirmImport } from '../../src/domain/fhir/reviewImport.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
-import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
+import { createStudyWorld, demoDesign, giveConsent, makeBlindedKey, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { readRun } from '../helpers/readRun.js';
+import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -40,28 +41,15 @@ function verifyInPython(rows: Row[]): { rows: number; wrong: number[]; unlinked:
 describe('listAuditTrail', () => {
   let app: TestApp;
   let world: StudyWorld;
-  let blindedKey: string;
-  let siteOneKey: string;
-  let writeOnlyKey: string;
-  let otherStudyKey: string;
+  /** Keys besides the world's own (every right, every site): a blinded maker's, site 01's, one without the read right, another study's. */
+  const keys = { blinded: '', siteOne: '', writeOnly: '', otherStudy: '' };
   let siteOneKeyId: number;
   /** Before the last transaction of the setup: the time of the data-use withdrawal's load. */
   let beforeWithdrawal: string;
 
   const get = (path: string, key: string) => app.call('GET', `/api/v1/studies/DEMO/audit${path}`, { key });
 
-  /** Follows `next` to the last page; every page must answer 200. */
-  async function readAll(key: string, query: Record<string, string> = {}): Promise<{ rows: Row[]; pages: Reply[] }> {
-    const pages: Reply[] = [];
-    let after: string | null = null;
-    do {
-      const page = await get(`?${new URLSearchParams({ ...query, ...(after ? { after } : {}) })}`, key);
-      expect(page.status, JSON.stringify(page.body)).to.equal(200);
-      pages.push(page);
-      after = page.body.next;
-    } while (after);
-    return { rows: pages.flatMap((p) => p.body.audit), pages };
-  }
+  const readAll = (key: string, query: Record<string, string> = {}) => readRun(app, '/api/v1/studies/DEMO/audit', 'audit', key, query);
 
   async function send(records: Row[]): Promise<void> {
     const res = await app.call('POST', '/api/v1/studies/DEMO/records', { key: world.key, body: { records } });
@@ -87,12 +75,11 @@ describe('listAuditTrail', () => {
     const knex = app.db.knex;
     await resetDatabase(knex);
     world = await createStudyWorld(knex);
-    await addPerson(knex, 'DEMO', 'blinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: false });
-    blindedKey = (await makeKey(knex, { study: 'DEMO', by: 'blinded-manager@sdx.test', name: 'Blinded sponsor' })).key;
+    keys.blinded = await makeBlindedKey(knex, 'DEMO', 'Blinded sponsor');
     const siteOne = await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Site 01 sponsor', sites: ['01'] });
-    [siteOneKey, siteOneKeyId] = [siteOne.key, siteOne.id];
-    writeOnlyKey = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Lab', canRead: false })).key;
-    otherStudyKey = (await createStudyWorld(knex, demoDesign('OTHER'))).key;
+    [keys.siteOne, siteOneKeyId] = [siteOne.key, siteOne.id];
+    keys.writeOnly = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Lab', canRead: false })).key;
+    keys.otherStudy = (await createStudyWorld(knex, demoDesign('OTHER'))).key;
 
     expect(await enrol('01', 'female', 1961, '2026-01-02')).to.equal('01-001');
     // Buster Hoeger (male, born 1988), whose FHIR record comes in for review.
@@ -191,24 +178,24 @@ describe('listAuditTrail', () => {
 
   describe('what a key sees', () => {
     it('shows a one-site key only its site\'s rows, each still verifiable, with gaps in position where the others were', async () => {
-      const { rows } = await readAll(siteOneKey);
+      const { rows } = await readAll(keys.siteOne);
       expect(new Set(rows.map((r) => r.site))).to.have.all.keys('01');
       expect(rows.map((r) => r.subject)).to.include.members(['01-001', '01-002']).and.not.include('02-001');
       expect(verifyInPython(rows)).to.deep.equal({ rows: rows.length, wrong: [], unlinked: [] });
       expect(rows.some((r, i) => i > 0 && r.position > rows[i - 1].position + 1)).to.equal(true);
-      const refused = await get('?site=02', siteOneKey);
+      const refused = await get('?site=02', keys.siteOne);
       expect(refused.status).to.equal(400);
       expect(refused.body.errors.map((e: Row) => e.pointer)).to.deep.equal(['/query/site']);
     });
 
     it('hides the unblinded team\'s forms, their values included, from a key whose maker is blinded', async () => {
       const full = await readAll(world.key);
-      const { rows } = await readAll(blindedKey);
+      const { rows } = await readAll(keys.blinded);
       const allocation = full.rows.filter((r) => r.form === 'ip_alloc');
       expect(allocation.length, 'the unblinded key sees the allocation').to.be.above(0);
       expect(rows.map((r) => r.id)).to.deep.equal(full.rows.filter((r) => r.form !== 'ip_alloc').map((r) => r.id));
       expect(JSON.stringify(rows)).to.not.contain('K-0001');
-      const refused = await get('?form=ip_alloc', blindedKey);
+      const refused = await get('?form=ip_alloc', keys.blinded);
       expect(refused.status).to.equal(400);
       expect(refused.body.errors.map((e: Row) => ({ pointer: e.pointer, code: e.code }))).to.deep.equal([{ pointer: '/query/form', code: 'unknown_filter_value' }]);
     });
@@ -224,10 +211,10 @@ describe('listAuditTrail', () => {
     });
 
     it('refuses a key without the read right (403) and a key of another study (404)', async () => {
-      const writeOnly = await get('', writeOnlyKey);
+      const writeOnly = await get('', keys.writeOnly);
       expect(writeOnly.status).to.equal(403);
       expect(writeOnly.body.code).to.equal('right_missing');
-      const other = await get('', otherStudyKey);
+      const other = await get('', keys.otherStudy);
       expect(other.status).to.equal(404);
       expect(other.body.code).to.equal('study_not_found');
     });
@@ -266,7 +253,7 @@ describe('listAuditTrail', () => {
       expect(pages.length).to.equal(Math.ceil(all.length / 2));
       expect(new Set(pages.map((p) => p.body.watermark)).size).to.equal(1);
       const token = pages[0].body.next;
-      for (const [path, key] of [[`?limit=2&subject=01-001&after=${token}`, world.key], [`?limit=2&after=${token}`, siteOneKey], ['?after=bm90IGEgdG9rZW4', world.key]] as const) {
+      for (const [path, key] of [[`?limit=2&subject=01-001&after=${token}`, world.key], [`?limit=2&after=${token}`, keys.siteOne], ['?after=bm90IGEgdG9rZW4', world.key]] as const) {
         const refused = await get(path, key);
         expect(refused.status, path).to.equal(400);
         expect(refused.body.code).to.equal('invalid_after');
@@ -280,9 +267,9 @@ describe('listAuditTrail', () => {
   it('enters every page in the read log with its filters and rows', async () => {
     const knex = app.db.knex;
     const before = await knex('read_log').where({ api_key_id: siteOneKeyId }).max({ id: 'id' }).first();
-    const first = await get('?subject=01-001&limit=2', siteOneKey);
-    await get(`?subject=01-001&limit=2&after=${first.body.next}`, siteOneKey);
-    await get('?form=dm', writeOnlyKey); // refused: not a read
+    const first = await get('?subject=01-001&limit=2', keys.siteOne);
+    await get(`?subject=01-001&limit=2&after=${first.body.next}`, keys.siteOne);
+    await get('?form=dm', keys.writeOnly); // refused: not a read
     const logged = await knex('read_log').where({ api_key_id: siteOneKeyId }).where('id', '>', before?.id ?? 0).orderBy('id');
     expect(logged.map((l) => ({ operation: l.operation, filters: l.filters, rows: l.rows }))).to.deep.equal([
       { operation: 'audit', filters: { subject: '01-001', limit: 2 }, rows: 2 },
