@@ -19,6 +19,8 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 type Row = Record<string, any>;
 
 const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json', 'utf8');
+/** Text that JSON writers escape differently if they differ at all: Cyrillic, an emoji (a surrogate pair in JavaScript), quotes, a backslash, a tab, U+2028. */
+const AWKWARD = 'Гипертензия "II" \\ 😀\tстадия\u2028</script>';
 /** Buster Hoeger's hospital identifiers: linked to the patient by the confirmation, never shown to a key. */
 const BUSTER_IDENTIFIERS = ['ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423', '999-59-2277', 'S99935998', 'X66226025X'];
 
@@ -90,6 +92,7 @@ describe('listAuditTrail', () => {
     await send([
       { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-10', sbp: '120', dbp: '80', hr: '70' }, not_done: { rr: 'ND' } },
       { subject: '01-001', visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0001', arm: 'A' } },
+      { subject: '01-001', visit: 'screening', form: 'mh', tables: { conditions: [{ term: AWKWARD, ongoing: 'yes' }] } },
       // Out of range: a query opens, and closes when the value is corrected below.
       { subject: '02-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-11', sbp: '230', dbp: '85', hr: '72' } },
       { subject: '01-003', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-12', sbp: '131', dbp: '81', hr: '71' } },
@@ -162,6 +165,8 @@ describe('listAuditTrail', () => {
       expect(sbp.record_id).to.be.a('number');
       const consent = rows.find((r) => r.action === 'consent.given' && r.subject === '01-001')!;
       expect(consent).to.deep.include({ visit: null, form: null, instance: null, field: null, record_id: null, actor_type: 'operator', actor_id: null });
+      const table = rows.find((r) => r.form === 'mh' && r.field === 'conditions')!;
+      expect(JSON.parse(table.new_value)[0].term).to.equal(AWKWARD);
       const confirmed = rows.find((r) => r.action === 'fhir.import_confirmed')!;
       expect(confirmed).to.deep.include({ subject: '01-002', actor_type: 'user' });
       expect(confirmed.details.counts).to.be.an('object');
