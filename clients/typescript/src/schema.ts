@@ -912,7 +912,7 @@ export interface components {
             position: number;
             /**
              * Format: date-time
-             * @description When the change was committed, in UTC with milliseconds, exactly as hashed.
+             * @description When the change was made (the start of the transaction that made it), in UTC with milliseconds, exactly as hashed.
              */
             at: string;
             /** @description Who made the change, for example `LIMS (API)` for a key or a person's name. */
