@@ -184,11 +184,14 @@ export interface paths {
          *     and rows that would show a patient's hospital identifiers are not returned.
          *
          *     Each row carries its `hash` in the study's hash chain and `previous_hash`, the hash of the row before
-         *     it in the whole chain, which the key may or may not see. Recompute each row's hash from the row's own
-         *     members as the repository's README says ("Verifying the audit trail"):
-         *     `hash = sha256_hex(previous_hash + canonical_json([study_id, at, actor_type, actor_id, author, reason,
-         *     action, patient_id, record_id, field, old_value, new_value, details]))`, where `canonical_json` is
-         *     compact JSON with object keys sorted and non-ASCII characters as they are, in UTF-8. Two rows whose
+         *     it in the whole chain, which the key may or may not see. Each row's hash can be recomputed from the
+         *     row's own members: `hash = sha256_hex(utf8(previous_hash + canonical_json([study_id, at, actor_type,
+         *     actor_id, author, reason, action, patient_id, record_id, field, old_value, new_value, details])))`,
+         *     lowercase hex. `canonical_json` is compact JSON (no whitespace) with object keys sorted at every depth;
+         *     in strings only `"`, `\` and the control characters below U+0020 are escaped, everything else is kept
+         *     as it is. JavaScript's `JSON.stringify` writes strings this way, and so does Python's
+         *     `json.dumps(value, sort_keys=True, separators=(',', ':'), ensure_ascii=False)`; the repository's README
+         *     ("Verifying the audit trail") has a short Python check. Two rows whose
          *     `position`s follow each other are linked when the later one's `previous_hash` is the earlier one's
          *     `hash`; a gap in `position` is rows the key does not see.
          *
