@@ -160,6 +160,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/studies/{study_code}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the audit trail
+         * @description Returns one page of the study's audit trail in ascending `id` order (the order the rows were
+         *     written): who changed what, when, why, and the value before and after. Needs the read right (a read
+         *     key stops with 401 `key_stopped` once its maker may no longer export data). Every page is entered in
+         *     the read log.
+         *
+         *     The key sees the rows about patients it may see, as in the other read calls: patients of its sites who
+         *     did not withdraw consent to the use of their data, and rows about forms of the unblinded team only if
+         *     the manager who made the key is unblinded. Rows that concern no patient (keys, people, study settings)
+         *     and rows that would show a patient's hospital identifiers are not returned.
+         *
+         *     Each row carries its `hash` in the study's hash chain and `previous_hash`, the hash of the row before
+         *     it in the whole chain, which the key may or may not see. Each row's hash can be recomputed from the
+         *     row's own members: `hash = sha256_hex(utf8(previous_hash + canonical_json([study_id, at, actor_type,
+         *     actor_id, author, reason, action, patient_id, record_id, field, old_value, new_value, details])))`,
+         *     lowercase hex. `canonical_json` is compact JSON (no whitespace) with object keys sorted at every depth;
+         *     in strings only `"`, `\` and the control characters below U+0020 are escaped, everything else is kept
+         *     as it is. JavaScript's `JSON.stringify` writes strings this way, and so does Python's
+         *     `json.dumps(value, sort_keys=True, separators=(',', ':'), ensure_ascii=False)`; the repository's README
+         *     ("Verifying the audit trail") has a short Python check. Two rows whose
+         *     `position`s follow each other are linked when the later one's `previous_hash` is the earlier one's
+         *     `hash`; a gap in `position` is rows the key does not see.
+         *
+         *     Filters: `site`, `subject`, `visit` and `form` as in the other read calls (`visit` and `form` keep only
+         *     rows about a record). `updated_since` keeps the rows written (`at`) at or after it. Paging, the
+         *     `watermark` and `removed` work as in the other read calls: pass `next` as `after` with the same filters,
+         *     keep the run's `watermark` for the next load, and delete every row of the patients listed in
+         *     `removed`. Rows never change, so a row comes again only when consecutive loads overlap: keep rows by
+         *     `id`.
+         */
+        get: operations["listAuditTrail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/studies/{study_code}/fhir": {
         parameters: {
             query?: never;
@@ -873,6 +926,62 @@ export interface components {
         };
         QueryPage: {
             queries: components["schemas"]["QueryRead"][];
+            next: components["schemas"]["NextToken"];
+            watermark: components["schemas"]["Watermark"];
+            removed: components["schemas"]["Removals"];
+        };
+        /** @description One row of the audit trail. Besides what a person reads (time, author, action, where, old and new value, reason) it carries every member its chain hash covers, so the hash can be recomputed. */
+        AuditRead: {
+            /** @description The row's id, the paging order. Ids grow across all studies, so they have gaps. */
+            id: number;
+            /** @description The row's place in the study's chain, from 1, counting every row of the study whether or not the key sees it. The signed checkpoints of the trail (`sdx audit checkpoint`) count the same way. */
+            position: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (the start of the transaction that made it), in UTC with milliseconds, exactly as hashed.
+             */
+            at: string;
+            /** @description Who made the change, for example `LIMS (API)` for a key or a person's name. */
+            author: string;
+            /** @description Why, as recorded with the change. */
+            reason: string;
+            /** @description What happened: `patient.enrolled`, `consent.given`, `consent.withdrawn`, `record.value_set`, `record.value_changed`, `record.status_changed`, `query.opened`, `query.closed`, `fhir.import_proposed`, `fhir.import_saved`, `fhir.import_confirmed`, `fhir.import_rejected`. Not an enum: later versions may add actions. */
+            action: string;
+            subject: string;
+            site: string;
+            /** @description The record's visit code, or null when the row is not about a record. */
+            visit: string | null;
+            /** @description The record's form code, or null when the row is not about a record. */
+            form: string | null;
+            /** @description The record's instance, or null when the row is not about a record. */
+            instance: number | null;
+            /** @description The field code, `<table>[<row>].<column>` for a table cell, or null when the row is not about one field. */
+            field: string | null;
+            /** @description The stored text before the change (a choice's code, `[ND]`, `[UNK]` or `[NA]` for a not-done mark, a table as JSON), or null. */
+            old_value: string | null;
+            /** @description The stored text after the change, a record's new status, or a query's message; or null. */
+            new_value: string | null;
+            /** @description What else the row recorded, by action (for example the query's id, or an import's number and counts). Free-form JSON, hashed as it is. */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description Who acted: `api_key` (a key), `user` (a person, in the portal or through a FHIR import) or `operator` (the service's command line). Not an enum: hashed as it is. */
+            actor_type: string;
+            /** @description The id of the key or person who acted, or null for the command line. */
+            actor_id: number | null;
+            /** @description The study's internal id, as hashed. */
+            study_id: number;
+            /** @description The patient's internal id, as hashed. Identify the patient by `subject`. */
+            patient_id: number;
+            /** @description The record's internal id (the `id` of the record in listFormRecords), or null. */
+            record_id: number | null;
+            previous_hash: components["schemas"]["ChainHash"];
+            hash: components["schemas"]["ChainHash"];
+        };
+        /** @description A SHA-256 hash of the audit chain in lowercase hex. The first row of a study has 64 zeros as its `previous_hash`. */
+        ChainHash: string;
+        AuditPage: {
+            audit: components["schemas"]["AuditRead"][];
             next: components["schemas"]["NextToken"];
             watermark: components["schemas"]["Watermark"];
             removed: components["schemas"]["Removals"];
@@ -1592,6 +1701,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAuditTrail: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
+                 * @example 01
+                 */
+                site?: components["parameters"]["Site"];
+                /**
+                 * @description Only rows of this patient. An unknown subject gives an empty page.
+                 * @example 01-001
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only rows of this visit code. It must be a visit of the key's design, otherwise 400.
+                 * @example baseline
+                 */
+                visit?: components["parameters"]["Visit"];
+                /**
+                 * @description Only rows of this form code. It must be a form the key may see, otherwise 400.
+                 * @example vs
+                 */
+                form?: components["parameters"]["Form"];
+                /**
+                 * @description Only rows whose `updated_at` is at or after this time. Use the `watermark` of the previous load. It also fills `removed` on the first page. It must be an ISO 8601 date-time with an offset, for example `Z`, between the years 0001 and 9999.
+                 * @example 2026-03-20T08:00:00.000Z
+                 */
+                updated_since?: components["parameters"]["UpdatedSince"];
+                /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.
+                 * @example eyJrIjoyLCJmIjoiOWMxZSJ9
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the audit trail. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

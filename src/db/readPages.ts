@@ -41,7 +41,7 @@ export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: Re
   return q;
 }
 
-function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
+export function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
   // A paging token is readable JSON a client can rewrite: compared as bigint, an id beyond an `integer` column
   // finds no row instead of failing the query (issue 21.6); PostgreSQL still uses the column's index.
   q.whereRaw('?? > ?::bigint', [column, page.afterId]).orderBy(column).limit(page.limit);

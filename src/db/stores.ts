@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { apiKeyStore } from './apiKeys.js';
 import { auditStore } from './auditEvents.js';
+import { auditReadStore } from './auditReads.js';
 import { exportStore } from './exports.js';
 import { fhirImportStore } from './fhirImports.js';
 import { idempotencyKeyStore } from './idempotencyKeys.js';
@@ -26,6 +27,7 @@ export function createStores(db: Knex) {
     records: recordStore(db),
     queries: queryStore(db),
     reads: readStore(db),
+    auditReads: auditReadStore(db),
     readLog: readLogStore(db),
     fhirImports: fhirImportStore(db),
     sessions: sessionStore(db),

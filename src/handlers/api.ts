@@ -25,6 +25,7 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listPatients: 'read',
   listFormRecords: 'read',
   listQueries: 'read',
+  listAuditTrail: 'read',
   importFhirRecord: 'write',
   listDatasets: 'read',
   getDataset: 'read',

@@ -1,3 +1,4 @@
+import { listAuditTrail } from './audit.js';
 import { getApiDocs, getApiDocsAsset } from './docs.js';
 import { exportOdm, getDataset, listDatasets } from './exports.js';
 import { importFhirRecord } from './fhir.js';
@@ -16,6 +17,7 @@ export const handlers = {
   listPatients,
   listFormRecords,
   listQueries,
+  listAuditTrail,
   importFhirRecord,
   listDatasets,
   getDataset,

@@ -28,6 +28,7 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
   { id: 'listPatients', method: 'GET', path: '/api/v1/studies/DEMO/patients', options: {} },
   { id: 'listFormRecords', method: 'GET', path: '/api/v1/studies/DEMO/records', options: {} },
   { id: 'listQueries', method: 'GET', path: '/api/v1/studies/DEMO/queries', options: {} },
+  { id: 'listAuditTrail', method: 'GET', path: '/api/v1/studies/DEMO/audit', options: {} },
   { id: 'importFhirRecord', method: 'POST', path: '/api/v1/studies/DEMO/fhir?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+json' } },
   { id: 'listDatasets', method: 'GET', path: '/api/v1/studies/DEMO/datasets', options: {} },
   { id: 'getDataset', method: 'GET', path: '/api/v1/studies/DEMO/datasets/VS', options: {} },
@@ -35,11 +36,11 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
 ];
 
 /** The operations that need the read right. */
-const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listDatasets', 'getDataset', 'exportOdm'];
+const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail', 'listDatasets', 'getDataset', 'exportOdm'];
 
 const SUCCESS: Record<string, string> = {
   getOpenApi: '200', getStudyDesign: '200', createPatient: '201', submitFormRecords: '200 ok',
-  listPatients: '200', listFormRecords: '200', listQueries: '200', importFhirRecord: '201',
+  listPatients: '200', listFormRecords: '200', listQueries: '200', listAuditTrail: '200', importFhirRecord: '201',
   listDatasets: '200', getDataset: '200', exportOdm: '200',
 };
 
@@ -66,7 +67,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       if (method === 'GET' && res.status === 200) {
         tally.rows += typeof res.body === 'string'
           ? (res.body.match(/<\/FormData>/g) ?? []).length
-          : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? []).length;
+          : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? res.body.audit ?? []).length;
       }
       usage.set(options.key, tally);
     }

@@ -4,7 +4,8 @@ import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { requireStudy } from '../../src/domain/studies/requireStudy.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { createStudyWorld, demoDesign, giveConsent, makeBlindedKey, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { readRun } from '../helpers/readRun.js';
 import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -32,16 +33,8 @@ function client(app: () => TestApp, study: string) {
       return res.body.results;
     },
     /** Follows `next` to the last page; every page must answer 200. */
-    async readAll(call: 'patients' | 'records' | 'queries', key: string, query: Record<string, string> = {}): Promise<{ rows: Row[]; pages: Reply[] }> {
-      const pages: Reply[] = [];
-      let after: string | null = null;
-      do {
-        const page = await get(`/${call}?${new URLSearchParams({ ...query, ...(after ? { after } : {}) })}`, key);
-        expect(page.status, JSON.stringify(page.body)).to.equal(200);
-        pages.push(page);
-        after = page.body.next;
-      } while (after);
-      return { rows: pages.flatMap((p) => p.body[call]), pages };
+    readAll(call: 'patients' | 'records' | 'queries', key: string, query: Record<string, string> = {}): Promise<{ rows: Row[]; pages: Reply[] }> {
+      return readRun(app(), `${base}/${call}`, call, key, query);
     },
   };
 }
@@ -102,8 +95,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
     const knex = app.db.knex;
     await resetDatabase(knex);
     world = await createStudyWorld(knex);
-    await addPerson(knex, 'DEMO', 'blinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: false });
-    blindedKey = (await makeKey(knex, { study: 'DEMO', by: 'blinded-manager@sdx.test', name: 'Blinded sponsor' })).key;
+    blindedKey = await makeBlindedKey(knex, 'DEMO', 'Blinded sponsor');
     siteOneKey = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Site 01 sponsor', sites: ['01'] })).key;
     writeOnlyKey = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Lab', canRead: false })).key;
     otherStudyKey = (await createStudyWorld(knex, demoDesign('OTHER'))).key;

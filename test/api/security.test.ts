@@ -352,7 +352,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
     });
 
     it('answers 404 to addresses outside the inventory and 405 to every method an API address does not declare', async () => {
-      for (const path of ['/', '/api', '/api/v1', '/api/v1/studies', '/api/v0/studies/DEMO', '/api/v2/studies/DEMO', `/api/v1/studies/${world.code}/keys`, `/api/v1/studies/${world.code}/audit`,
+      for (const path of ['/', '/api', '/api/v1', '/api/v1/studies', '/api/v0/studies/DEMO', '/api/v2/studies/DEMO', `/api/v1/studies/${world.code}/keys`, `/api/v1/studies/${world.code}/settings`,
         `/api/v1/studies/${world.code}/patients/01-001`, '/admin', '/metrics', '/health', '/debug', '/.env', '/graphql', '/swagger.json']) {
         const res = await app.call('GET', path, { key: world.key });
         expect(res.status, path).to.equal(404);

@@ -108,6 +108,10 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     const queries = [];
     for await (const query of readRows(client, world.code, 'queries', { status: 'open' })) queries.push(query);
     expect(queries.map((q) => [q.subject, q.visit, q.field, q.origin])).to.deep.equal([['01-001', 'baseline', 'sbp', 'range']]);
+    const trail: Row<'audit'>[] = [];
+    for await (const row of readRows(client, world.code, 'audit', { subject: '01-001', form: 'vs', limit: 2 })) trail.push(row);
+    expect(trail.filter((r) => r.action === 'query.opened').map((r) => [r.visit, r.field])).to.deep.equal([['baseline', 'sbp']]);
+    expect(trail.every((r, i) => i === 0 || r.position > trail[i - 1].position)).to.equal(true);
   });
 
   it('chains incremental loads on the stored watermark: upserts changed rows by id and deletes removed patients', async () => {

@@ -49,7 +49,7 @@ function readPages(bodies: string[]): { call: string; rows: Record<string, unkno
       return [];
     }
     if (typeof page !== 'object' || page === null || !('watermark' in page)) return [];
-    const call = ['patients', 'records', 'queries'].find((c) => Array.isArray((page as Record<string, unknown>)[c]));
+    const call = ['patients', 'records', 'queries', 'audit'].find((c) => Array.isArray((page as Record<string, unknown>)[c]));
     return call ? [{ call, rows: (page as Record<string, Record<string, unknown>[]>)[call], page: page as Record<string, unknown> }] : [];
   });
 }
@@ -113,7 +113,7 @@ describe('privacy of the read calls (scans every response of the run)', () => {
     const watermark = (await app.call('GET', `${base}/patients`, { key: world.key })).body.watermark;
     await inTransaction(knex, (s) => recordConsent(s, operator, { study: 'PRIV', subject: '01-002', change: { withdrawn: '2026-02-01', dataUse: true } }));
     const start = receivedBodies.length;
-    for (const call of ['patients', 'records', 'queries']) {
+    for (const call of ['patients', 'records', 'queries', 'audit']) {
       for (const query of ['', '?limit=1', '?site=01', '?subject=01-001', `?updated_since=${watermark}`, '?lang=ru', '?status=open', '?site=99', '?email=x']) {
         const res = await app.call('GET', `${base}/${call}${query}`, { key: world.key });
         expect(res.status).to.be.oneOf([200, 400]);
@@ -124,6 +124,7 @@ describe('privacy of the read calls (scans every response of the run)', () => {
     const pages = readPages(mine);
     // The scan looked at pages that carry these patients and their removal, not at empty answers.
     expect(pages.filter((p) => p.call === 'patients').flatMap((p) => p.rows.map((r) => r.subject))).to.include.members(['01-001', '02-001']);
+    expect(pages.filter((p) => p.call === 'audit').flatMap((p) => p.rows.map((r) => r.subject))).to.include.members(['01-001', '02-001']);
     expect(pages.flatMap((p) => p.page.removed as { subject: string }[]).map((r) => r.subject)).to.include('01-002');
     for (const text of mine) {
       for (const value of [own.email, own.pin, own.initials, own.dateOfBirth]) expect(text, text).to.not.include(value);
@@ -149,6 +150,8 @@ describe('privacy of the read calls (scans every response of the run)', () => {
       patients: ['subject', 'site', 'sex', 'enrolled_on', 'status', 'updated_at'],
       records: ['id', 'subject', 'site', 'visit', 'form', 'instance', 'status', 'source', 'updated_at', 'values', 'not_done', 'tables'],
       queries: ['id', 'subject', 'site', 'visit', 'instance', 'form', 'field', 'status', 'origin', 'message', 'opened_at', 'closed_at', 'updated_at'],
+      audit: ['id', 'position', 'at', 'author', 'reason', 'action', 'subject', 'site', 'visit', 'form', 'instance', 'field', 'old_value', 'new_value',
+        'details', 'actor_type', 'actor_id', 'study_id', 'patient_id', 'record_id', 'previous_hash', 'hash'],
     };
     for (const { call, rows, page } of pages) {
       expect(Object.keys(page)).to.have.members([call, 'next', 'watermark', 'removed']);

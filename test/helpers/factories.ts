@@ -61,3 +61,10 @@ export async function addPerson(knex: Knex, study: string, email: string, role: 
 export async function giveConsent(knex: Knex, study: string, subject: string, given = '2020-01-01'): Promise<void> {
   await inTransaction(knex, (s) => recordConsent(s, operator, { study, subject, change: { given } }));
 }
+
+/** A key with every right made by a manager who may export but is blinded: it reads no form of the unblinded team. */
+export async function makeBlindedKey(knex: Knex, study: string, name: string): Promise<string> {
+  const email = 'blinded-manager@sdx.test';
+  await addPerson(knex, study, email, { role: 'manager', canExport: true, unblinded: false });
+  return (await makeKey(knex, { study, by: email, name })).key;
+}

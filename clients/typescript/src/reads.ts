@@ -3,11 +3,12 @@ import type { operations } from './schema.js';
 
 type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
-/** The three read calls, by the name of the rows they return. */
+/** The read calls, by the name of the rows they return. */
 export interface ReadKinds {
   patients: { query: QueryOf<'listPatients'>; page: Schemas['PatientPage']; row: Schemas['PatientRead'] };
   records: { query: QueryOf<'listFormRecords'>; page: Schemas['RecordPage']; row: Schemas['RecordRead'] };
   queries: { query: QueryOf<'listQueries'>; page: Schemas['QueryPage']; row: Schemas['QueryRead'] };
+  audit: { query: QueryOf<'listAuditTrail'>; page: Schemas['AuditPage']; row: Schemas['AuditRead'] };
 }
 export type ReadKind = keyof ReadKinds;
 export type Page<K extends ReadKind> = ReadKinds[K]['page'];
@@ -20,16 +21,17 @@ const READ_PAGE: { [K in ReadKind]: (client: SdxClient, study: string, query: Re
   patients: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/patients', { params: { path: { study_code: study }, query } })),
   records: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/records', { params: { path: { study_code: study }, query } })),
   queries: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/queries', { params: { path: { study_code: study }, query } })),
+  audit: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/audit', { params: { path: { study_code: study }, query } })),
 };
 
-/** The rows of a page: `patients`, `records` or `queries`, named like the kind. */
+/** The rows of a page: `patients`, `records`, `queries` or `audit`, named like the kind. */
 export function rowsOf<K extends ReadKind>(kind: K, page: Page<K>): Row<K>[] {
   return (page as unknown as Record<ReadKind, Row<K>[]>)[kind];
 }
 
-/** What identifies a row across loads, to upsert by: `id` for records and queries, `subject` for patients. */
+/** What identifies a row across loads, to upsert by: `id` for records, queries and audit rows, `subject` for patients. */
 export function rowKey<K extends ReadKind>(kind: K, row: Row<K>): string {
-  return kind === 'patients' ? (row as Row<'patients'>).subject : String((row as Row<'records' | 'queries'>).id);
+  return kind === 'patients' ? (row as Row<'patients'>).subject : String((row as Row<'records' | 'queries' | 'audit'>).id);
 }
 
 /**
