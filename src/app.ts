@@ -34,7 +34,7 @@ const FHIR_REASONS: Partial<Record<BodyFault, string>> = {
 function bodyRefusal(error: UnreadableBody, operationId: string | undefined, type: string): DomainError {
   if (error.fault === 'too_large') return new DomainError('payload_too_large', { limit: '5 MB' });
   if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
-  if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
+  if (operationId === 'importFhirRecord' || operationId === 'importFhirNdjson') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
   return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
 }
 
@@ -96,13 +96,14 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
 
   app.use(async (ctx, next) => {
     const operation = api.router.matchOperation({ method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string> });
-    const declared = operation?.requestBody as { content?: Record<string, unknown> } | undefined;
+    // `x-also-accepts`: types a call still takes without declaring them (the FHIR JSON call's NDJSON, spec/openapi.yaml).
+    const declared = operation?.requestBody as { content?: Record<string, unknown>; 'x-also-accepts'?: string[] } | undefined;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (declared && hasBody) {
       // Refused before a byte of the body is read: an oversized body never reaches memory.
       if (Number(ctx.get('content-length') || 0) > BODY_LIMIT) throw new DomainError('payload_too_large', { limit: '5 MB' });
       const type = ctx.request.type;
-      if (!Object.keys(declared.content ?? {}).includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
+      if (![...Object.keys(declared.content ?? {}), ...(declared['x-also-accepts'] ?? [])].includes(type)) throw new DomainError('unsupported_media_type', { type: type || 'none' });
       startKeyLookup(ctx.req, services, ctx.request.headers.authorization);
       try {
         // Parsed JSON or NDJSON text: what koa-body's typing of this slot (JsonValue) describes.

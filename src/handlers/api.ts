@@ -28,6 +28,7 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listFormRecords: 'read',
   listQueries: 'read',
   importFhirRecord: 'write',
+  importFhirNdjson: 'write',
   listDatasets: 'read',
   getDataset: 'read',
   exportOdm: 'read',
