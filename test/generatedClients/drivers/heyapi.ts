@@ -2,7 +2,7 @@
 import { client } from './client/client.gen';
 import { createPatient, getStudyDesign, importFhirRecord, listPatients } from './client/sdk.gen';
 import type { Problem } from './client/types.gen';
-import { env, observation, report } from './scenario';
+import { env, observation, readAllPages, report } from './scenario';
 
 client.setConfig({ baseUrl: env.url, auth: () => env.key, throwOnError: false });
 const path = { study_code: env.study };
@@ -10,16 +10,11 @@ const design = await getStudyDesign({ path });
 if (!design.data) throw new Error(`getStudyDesign: ${design.response.status}`);
 const created = await createPatient({ path, body: { site: design.data.sites[0].number, sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' } });
 if (!created.data) throw new Error(`createPatient: ${created.response.status}`);
-const subjects: string[] = [];
-let pages = 0;
-let after: string | undefined;
-do {
+const { pages, subjects } = await readAllPages(async (after) => {
   const page = await listPatients({ path, query: { limit: 1, after } });
   if (!page.data) throw new Error(`listPatients: ${page.response.status}`);
-  pages += 1;
-  subjects.push(...page.data.patients.map((p) => p.subject));
-  after = page.data.next ?? undefined;
-} while (after);
+  return page.data;
+});
 const refused = await createPatient({ path, body: { site: 'no-such-site', sex: 'male', birth_year: 1980, enrolled_on: '2026-03-09' } });
 const problem: Problem | undefined = refused.error;
 const imported = await importFhirRecord({ path, query: { subject: env.fhirSubject }, body: observation });

@@ -23,6 +23,20 @@ export interface Outcome {
   fhir: string;
 }
 
+/** Reads every page, sending each `next` back as `after` until it is null: the paged read of the walk-through. */
+export async function readAllPages(read: (after: string | undefined) => Promise<{ patients: { subject: string }[]; next?: string | null }>): Promise<{ pages: number; subjects: string[] }> {
+  const subjects: string[] = [];
+  let pages = 0;
+  let after: string | undefined;
+  do {
+    const page = await read(after);
+    pages += 1;
+    subjects.push(...page.patients.map((p) => p.subject));
+    after = page.next ?? undefined;
+  } while (after);
+  return { pages, subjects };
+}
+
 export function report(outcome: Outcome): void {
   process.stdout.write(`${JSON.stringify(outcome)}\n`);
 }

@@ -1,19 +1,11 @@
 // The walk-through through the client swagger-typescript-api generated (test/api/generatedClients.test.ts).
 import { Api, Sex, type HttpResponse, type Problem } from './client/api';
-import { env, observation, report, type Outcome } from './scenario';
+import { env, observation, readAllPages, report, type Outcome } from './scenario';
 
 const sdx = new Api({ baseUrl: env.url, baseApiParams: { headers: { Authorization: `Bearer ${env.key}` } } }).api;
 const design = (await sdx.getStudyDesign(env.study)).data;
 const created = (await sdx.createPatient(env.study, { site: design.sites[0].number, sex: Sex.Female, birth_year: 1970, enrolled_on: '2026-03-09' })).data;
-const subjects: string[] = [];
-let pages = 0;
-let after: string | undefined;
-do {
-  const page = (await sdx.listPatients(env.study, { limit: 1, after })).data;
-  pages += 1;
-  subjects.push(...page.patients.map((p) => p.subject));
-  after = page.next ?? undefined;
-} while (after);
+const { pages, subjects } = await readAllPages(async (after) => (await sdx.listPatients(env.study, { limit: 1, after })).data);
 let refusal: Outcome['refusal'] = { status: 0, code: '' };
 try {
   await sdx.createPatient(env.study, { site: 'no-such-site', sex: Sex.Male, birth_year: 1980, enrolled_on: '2026-03-09' });
