@@ -1634,7 +1634,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description One patient's FHIR R4 record, up to 5 MB: FHIR JSON (a Bundle or a single resource) as `application/fhir+json` or `application/json`. NDJSON is also accepted here (`x-also-accepts`), as before; `importFhirNdjson` declares it. The body is needed: an empty body gives 422 `fhir_not_fhir`. It is declared optional only because it was when the call also declared NDJSON. */
+        /** @description One patient's FHIR R4 record, up to 5 MB: FHIR JSON (a Bundle or a single resource) as `application/fhir+json` or `application/json`. NDJSON is also accepted here (`x-also-accepts`), as before; `importFhirNdjson` declares it. The body is needed: an empty body gives 422 `fhir_not_fhir`. It stays declared optional, as it was in v1.1.0. */
         requestBody?: {
             content: {
                 "application/fhir+json": components["schemas"]["FhirResource"];
