@@ -39,14 +39,14 @@ function bodyRefusal(error: UnreadableBody, operationId: string | undefined, typ
   if (error.fault === 'busy') return new DomainError('busy', { retry_after: BUSY_RETRY_SECONDS });
   if (error.fault === 'too_large') return new DomainError('payload_too_large', { limit: '5 MB' });
   if (error.fault === 'unknown_coding') return new DomainError('unsupported_media_type', { type, coding: error.coding, variant: 'coding' });
-  if (operationId === 'importFhirRecord') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
+  if (operationId === 'importFhirRecord' || operationId === 'importFhirNdjson') return new DomainError('fhir_not_fhir', { reason: FHIR_REASONS[error.fault] ?? 'the body is not valid JSON' });
   return new DomainError('invalid_body', {}, [{ pointer: '', code: BODY_FIELD_CODES[error.fault] ?? 'invalid_json' }]);
 }
 
 /** A body refused from its headers alone: a declared length over the limit (413), a type the call does not take (415). */
-function headerRefusal(length: number, type: string, declared: { content?: Record<string, unknown> }): DomainError | undefined {
+function headerRefusal(length: number, type: string, declared: { content?: Record<string, unknown>; 'x-also-accepts'?: string[] }): DomainError | undefined {
   if (length > BODY_LIMIT) return new DomainError('payload_too_large', { limit: '5 MB' });
-  if (!Object.keys(declared.content ?? {}).includes(type)) return new DomainError('unsupported_media_type', { type: type || 'none' });
+  if (![...Object.keys(declared.content ?? {}), ...(declared['x-also-accepts'] ?? [])].includes(type)) return new DomainError('unsupported_media_type', { type: type || 'none' });
   return undefined;
 }
 
@@ -111,7 +111,8 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
 
   app.use(async (ctx, next) => {
     const operation = api.router.matchOperation({ method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string> });
-    const declared = operation?.requestBody as { content?: Record<string, unknown> } | undefined;
+    // `x-also-accepts`: types a call still takes without declaring them (the FHIR JSON call's NDJSON, spec/openapi.yaml).
+    const declared = operation?.requestBody as { content?: Record<string, unknown>; 'x-also-accepts'?: string[] } | undefined;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (declared && hasBody) {
       const type = ctx.request.type;

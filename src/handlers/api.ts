@@ -27,6 +27,7 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listQueries: 'read',
   listAuditTrail: 'read',
   importFhirRecord: 'write',
+  importFhirNdjson: 'write',
   listDatasets: 'read',
   getDataset: 'read',
   exportOdm: 'read',

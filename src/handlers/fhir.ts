@@ -3,16 +3,20 @@ import { entriesOfJson, parseNdjsonEntries } from '../domain/fhir/parseFhirBody.
 import { inTransaction } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
-import type { OperationHandler } from './types.js';
+import type { KoaContext, OperationHandler } from './types.js';
+
+type FhirImportCall = Parameters<OperationHandler<'importFhirRecord'>>[0] | Parameters<OperationHandler<'importFhirNdjson'>>[0];
 
 /**
- * POST /studies/{study_code}/fhir: a patient's FHIR R4 record mapped into the eCRF. JSON bodies
- * arrive parsed (src/requestBody.ts), NDJSON bodies as text.
+ * Both FHIR calls make one import through the same use case. JSON bodies arrive parsed
+ * (src/requestBody.ts), NDJSON bodies as text. Their idempotency scope is one ('importFhirRecord'),
+ * so a key retried on the other path is the same request, not a second import.
  */
-export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, ctx) => {
+async function importFhir(c: FhirImportCall, ctx: KoaContext) {
   const { key, study, services } = authenticated(ctx);
   const body: unknown = c.request.requestBody;
-  const entries = typeof body === 'string' ? parseNdjsonEntries(body) : entriesOfJson(body ?? '');
+  // NDJSON comes as text, or parsed when it is one line of JSON (openapi-backend tries JSON on text); no body is empty text.
+  const entries = typeof body === 'object' && body !== null ? entriesOfJson(body) : parseNdjsonEntries(typeof body === 'string' ? body : '');
   const mode = c.request.query.mode ?? 'review';
   const subject = c.request.query.subject;
   const request = { operation: 'importFhirRecord' as const, input: { subject, mode, body } };
@@ -34,4 +38,10 @@ export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, 
       },
     };
   }));
-};
+}
+
+/** POST /studies/{study_code}/fhir: FHIR JSON, and NDJSON as before the NDJSON call existed (the spec's `x-also-accepts`). */
+export const importFhirRecord: OperationHandler<'importFhirRecord'> = importFhir;
+
+/** POST /studies/{study_code}/fhir/ndjson: the same import, declared for NDJSON only. */
+export const importFhirNdjson: OperationHandler<'importFhirNdjson'> = importFhir;

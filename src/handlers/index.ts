@@ -1,7 +1,7 @@
 import { listAuditTrail } from './audit.js';
 import { getApiDocs, getApiDocsAsset } from './docs.js';
 import { exportOdm, getDataset, listDatasets } from './exports.js';
-import { importFhirRecord } from './fhir.js';
+import { importFhirNdjson, importFhirRecord } from './fhir.js';
 import { getOpenApi } from './meta.js';
 import { createPatient, listPatients } from './patients.js';
 import { listQueries } from './queries.js';
@@ -19,6 +19,7 @@ export const handlers = {
   listQueries,
   listAuditTrail,
   importFhirRecord,
+  importFhirNdjson,
   listDatasets,
   getDataset,
   exportOdm,

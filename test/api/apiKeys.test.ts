@@ -30,6 +30,7 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
   { id: 'listQueries', method: 'GET', path: '/api/v1/studies/DEMO/queries', options: {} },
   { id: 'listAuditTrail', method: 'GET', path: '/api/v1/studies/DEMO/audit', options: {} },
   { id: 'importFhirRecord', method: 'POST', path: '/api/v1/studies/DEMO/fhir?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+json' } },
+  { id: 'importFhirNdjson', method: 'POST', path: '/api/v1/studies/DEMO/fhir/ndjson?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+ndjson' } },
   { id: 'listDatasets', method: 'GET', path: '/api/v1/studies/DEMO/datasets', options: {} },
   { id: 'getDataset', method: 'GET', path: '/api/v1/studies/DEMO/datasets/VS', options: {} },
   { id: 'exportOdm', method: 'GET', path: '/api/v1/studies/DEMO/odm', options: {} },
@@ -40,7 +41,7 @@ const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail
 
 const SUCCESS: Record<string, string> = {
   getOpenApi: '200', getStudyDesign: '200', createPatient: '201', submitFormRecords: '200 ok',
-  listPatients: '200', listFormRecords: '200', listQueries: '200', listAuditTrail: '200', importFhirRecord: '201',
+  listPatients: '200', listFormRecords: '200', listQueries: '200', listAuditTrail: '200', importFhirRecord: '201', importFhirNdjson: '201',
   listDatasets: '200', getDataset: '200', exportOdm: '200',
 };
 
@@ -144,14 +145,14 @@ describe('API keys: authentication, rights, sites and states', () => {
       { kind: 'a key with every right', key: 'full', expect: () => expected(() => undefined) },
       {
         kind: 'a read-only key', key: 'readOnly',
-        expect: () => expected((op) => (['createPatient', 'submitFormRecords', 'importFhirRecord'].includes(op) ? '403 right_missing' : undefined)),
+        expect: () => expected((op) => (['createPatient', 'submitFormRecords', 'importFhirRecord', 'importFhirNdjson'].includes(op) ? '403 right_missing' : undefined)),
       },
       { kind: 'a write-only key', key: 'writeOnly', expect: () => expected((op) => (READS.includes(op) ? '403 right_missing' : undefined)) },
       { kind: 'a key without the enrol right', key: 'noEnrol', expect: () => expected((op) => (op === 'createPatient' ? '403 right_missing' : undefined)) },
       { kind: 'a key of another study', key: 'otherStudy', expect: () => everyKeyed('404 study_not_found') },
       {
         kind: 'a key of another site (patient 01-001 is at site 01)', key: 'otherSite',
-        expect: () => expected((op) => ({ createPatient: '422 unknown_site', submitFormRecords: '200 unknown_subject', importFhirRecord: '422 unknown_subject' } as Record<string, string>)[op]),
+        expect: () => expected((op) => ({ createPatient: '422 unknown_site', submitFormRecords: '200 unknown_subject', importFhirRecord: '422 unknown_subject', importFhirNdjson: '422 unknown_subject' } as Record<string, string>)[op]),
       },
       { kind: 'a key of its own study whose API is switched off', key: 'apiOff', study: 'OFF', expect: () => everyKeyed('403 api_disabled') },
     ];

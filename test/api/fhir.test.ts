@@ -65,10 +65,11 @@ describe('importFhirRecord', function () {
     return res.body.subject;
   }
 
-  function send(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string } = {}): Promise<Reply> {
+  /** A FHIR call: importFhirRecord, or importFhirNdjson with `path: 'fhir/ndjson'`. */
+  function send(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
     const query = new URLSearchParams({ subject, ...(options.mode ? { mode: options.mode } : {}), ...(options.lang ? { lang: options.lang } : {}) });
-    return app.call('POST', `/api/v1/studies/${world.code}/fhir?${query}`, {
-      key: options.key ?? world.key, raw: body, contentType: options.contentType ?? 'application/fhir+json',
+    return app.call('POST', `/api/v1/studies/${world.code}/${options.path ?? 'fhir'}?${query}`, {
+      key: options.key ?? world.key, raw: body, contentType: options.contentType ?? 'application/fhir+json', headers: options.headers,
     });
   }
 
@@ -280,11 +281,12 @@ describe('importFhirRecord', function () {
     const ndjson = ['patient-example.json', 'observation-example-body-height.json', 'observation-example-heart-rate.json', 'observation-example-respiratory-rate.json']
       .map((f) => JSON.stringify(hl7(f))).join('\n');
 
-    for (const contentType of ['application/fhir+ndjson', 'application/x-ndjson']) {
-      it(`takes NDJSON as ${contentType}`, async () => {
+    // importFhirNdjson declares NDJSON; importFhirRecord still takes it as it did in v1.1.0 (its `x-also-accepts`).
+    for (const [path, contentType] of [['fhir/ndjson', 'application/fhir+ndjson'], ['fhir/ndjson', 'application/x-ndjson'], ['fhir', 'application/fhir+ndjson'], ['fhir', 'application/x-ndjson']]) {
+      it(`takes NDJSON as ${contentType} on /${path}`, async () => {
         // The HL7 examples were measured on 1999-07-02: day −14, screening, when enrolled on 1999-07-16.
         const subject = await enrol('male', 1974, '1999-07-16');
-        const res = await send(subject, `${ndjson}\n\n`, { contentType });
+        const res = await send(subject, `${ndjson}\n\n`, { contentType, path });
         expect(res.status).to.equal(201);
         expect(placed(res.body.items).map(place)).to.deep.equal([
           ['screening', 'dm', 'height', 'Observation/body-height', '169.9'],
@@ -295,6 +297,19 @@ describe('importFhirRecord', function () {
         expectCountsOfItems(res.body);
       });
     }
+
+    it('answers an Idempotency-Key once across both FHIR calls: NDJSON retried on /fhir is the same import', async () => {
+      const subject = await enrol('male', 1974, '1999-07-16');
+      const headers = { 'idempotency-key': `fhir-${subject}-once` };
+      const first = await send(subject, ndjson, { contentType: 'application/fhir+ndjson', path: 'fhir/ndjson', headers });
+      expect(first.status).to.equal(201);
+      const before = await footprint();
+      const retried = await send(subject, ndjson, { contentType: 'application/fhir+ndjson', headers });
+      expect(retried.status).to.equal(201);
+      expect(retried.headers.get('idempotent-replayed')).to.equal('true');
+      expect(retried.body).to.deep.equal(first.body);
+      expect(await footprint()).to.deep.equal(before);
+    });
 
     for (const contentType of ['application/fhir+json', 'application/json']) {
       it(`takes a single resource as ${contentType}`, async () => {
@@ -335,7 +350,7 @@ describe('importFhirRecord', function () {
     /** The bundle with its last resource made invalid R4 (an instant that is none), a resource the mapping never reads. */
     const lastNotR4 = () => busterWith((bundle) => { bundle.entry[bundle.entry.length - 1].resource.meta = { lastUpdated: 'never' }; });
     const cases: {
-      name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; mode?: 'save'; status: number; code: string; detail?: RegExp;
+      name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; mode?: 'save'; path?: string; status: number; code: string; detail?: RegExp;
     }[] = [
       {
         name: 'a file whose Observation refers to another patient',
@@ -372,14 +387,19 @@ describe('importFhirRecord', function () {
         status: 413, code: 'payload_too_large',
       },
       { name: 'FHIR XML', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', contentType: 'application/fhir+xml', status: 415, code: 'unsupported_media_type' },
+      // importFhirNdjson: the same refusals, and it takes NDJSON only.
+      { name: 'FHIR JSON sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => synthea(BUSTER), contentType: 'application/fhir+json', status: 415, code: 'unsupported_media_type' },
+      { name: 'an empty body sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => '', contentType: 'application/fhir+ndjson', status: 422, code: 'fhir_not_fhir', detail: /the body is empty/ },
+      { name: 'NDJSON with a line that is not JSON, sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => '{"resourceType":"Basic"}\nnot json', contentType: 'application/x-ndjson', status: 422, code: 'fhir_not_fhir', detail: /line 2/ },
+      { name: 'NDJSON of a patient without consent, sent to the NDJSON call', path: 'fhir/ndjson', subject: () => noConsent, body: () => JSON.stringify(hl7('observation-example-heart-rate.json')), contentType: 'application/fhir+ndjson', status: 422, code: 'consent_missing' },
     ];
     for (const c of cases) {
       it(`refuses ${c.name} with ${c.status} ${c.code}`, async () => {
         const before = await footprint();
-        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.(), mode: c.mode });
+        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.(), mode: c.mode, path: c.path });
         expect(res.status).to.equal(c.status);
-        expect(res.body).to.include({ code: c.code, status: c.status });
-        if (c.detail) expect(res.body.detail).to.match(c.detail);
+        expect(res.body, JSON.stringify(res.body)).to.include({ code: c.code, status: c.status });
+        if (c.detail) expect(res.body.detail, res.body.detail).to.match(c.detail);
         expect(await footprint()).to.deep.equal(before);
       });
     }

@@ -67,12 +67,13 @@ describe('hostile input: every query and path parameter in the spec', function (
       createPatient: JSON.stringify({ site: '99', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' }),
       submitFormRecords: JSON.stringify({ records: [{ subject: 'nobody', visit: 'screening', form: 'vs', values: { sbp: '120' } }] }),
       importFhirRecord: JSON.stringify({ resourceType: 'Basic', code: { text: 'x' } }),
+      importFhirNdjson: JSON.stringify({ resourceType: 'Basic', code: { text: 'x' } }),
     };
   });
   after(() => app.close());
 
   it('finds every operation and parameter of the spec', () => {
-    expect(OPERATIONS.map((o) => o.operationId)).to.include.members(['getStudyDesign', 'listPatients', 'listFormRecords', 'listQueries', 'importFhirRecord']);
+    expect(OPERATIONS.map((o) => o.operationId)).to.include.members(['getStudyDesign', 'listPatients', 'listFormRecords', 'listQueries', 'importFhirRecord', 'importFhirNdjson']);
     for (const op of OPERATIONS.filter((o) => o.bodyType)) expect(Object.keys(bodies), `a body for ${op.operationId}`).to.include(op.operationId);
   });
 

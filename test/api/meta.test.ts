@@ -24,7 +24,19 @@ describe('getOpenApi and the contract', () => {
     expect(res.body.openapi).to.equal('3.1.0');
     const operations = Object.values(res.body.paths as Record<string, Record<string, { operationId?: string }>>)
       .flatMap((path) => Object.values(path).map((op) => op.operationId).filter(Boolean));
-    expect(operations).to.have.members(['getStudyDesign', 'createPatient', 'submitFormRecords', 'listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail', 'importFhirRecord', 'listDatasets', 'getDataset', 'exportOdm', 'getOpenApi', 'getApiDocs', 'getApiDocsAsset']);
+    expect(operations).to.have.members(['getStudyDesign', 'createPatient', 'submitFormRecords', 'listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail', 'importFhirRecord', 'importFhirNdjson', 'listDatasets', 'getDataset', 'exportOdm', 'getOpenApi', 'getApiDocs', 'getApiDocsAsset']);
+  });
+
+  it('serves a document generators read cleanly: an absolute server, a contact, parameter names apart from schema names, the page under its own tag', async () => {
+    const doc = (await app.call('GET', '/api/v1/openapi.json')).body;
+    // swagger-typescript-api joined `/` with `/api/v1/...` into `//api/v1/...`; openapi-typescript-codegen made a model of each component parameter.
+    expect(doc.servers).to.have.length(1);
+    expect(doc.servers[0].url).to.match(/^https?:\/\/[^/{}]+$/);
+    expect(doc.info.contact).to.have.property('name').that.is.a('string');
+    expect(Object.keys(doc.components.parameters).filter((name) => name in doc.components.schemas)).to.deep.equal([]);
+    const tagged = Object.values(doc.paths as Record<string, Record<string, { operationId?: string; tags?: string[] }>>)
+      .flatMap((path) => Object.values(path)).filter((op) => op.operationId && op.tags?.includes('docs')).map((op) => op.operationId);
+    expect(tagged).to.have.members(['getApiDocs', 'getApiDocsAsset']);
   });
 
   it('answers an unknown address with a 404 problem and a wrong method with 405', async () => {

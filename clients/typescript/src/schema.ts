@@ -230,8 +230,10 @@ export interface paths {
         put?: never;
         /**
          * Send a FHIR R4 patient record
-         * @description Maps one patient's HL7 FHIR R4 record (a Bundle, a single resource, or NDJSON with one resource per
-         *     line, up to 5 MB) into the study's eCRF through the study's FHIR mapping. Needs the write right.
+         * @description Maps one patient's HL7 FHIR R4 record (a Bundle or a single resource, up to 5 MB) into the study's
+         *     eCRF through the study's FHIR mapping. Needs the write right. Send NDJSON through `importFhirNdjson`;
+         *     this call also still accepts NDJSON (`application/fhir+ndjson`, `application/x-ndjson`) as it did
+         *     in v1.1.0, but declares only its JSON types, so that generated clients send them.
          *
          *     * `mode=review` (default): saves nothing in the eCRF. The import is `proposed` and waits on the
          *       patient's card (`review_url`) for the site team.
@@ -254,6 +256,43 @@ export interface paths {
          *     both modes.
          */
         post: operations["importFhirRecord"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/fhir/ndjson": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a FHIR R4 patient record as NDJSON
+         * @description The same import as `importFhirRecord`, for a record sent as NDJSON: one FHIR R4 resource per line,
+         *     up to 5 MB. Needs the write right. It has its own path so that the JSON call declares only JSON and
+         *     a generated client knows which content type to send.
+         *
+         *     The modes, answers and refusals are those of `importFhirRecord`: `mode=review` (default) proposes
+         *     every value for the site's review, `mode=save` saves new values at once and leaves changes to saved
+         *     values for review; both answer 201 for a new import, and 200 with the import that waits when the same
+         *     content is sent again while it is still `proposed`. Refusals keep nothing. They are 415 for another content type,
+         *     413 for a body over 5 MB, and 422 `unknown_subject`, `fhir_other_patient`, `fhir_two_patients`,
+         *     `fhir_identity_mismatch`, `fhir_not_fhir` (a line that is not a FHIR resource, or no line at all)
+         *     or `consent_missing`. 423 `study_locked` refuses both modes. An `Idempotency-Key` used with
+         *     `importFhirRecord` counts here too.
+         */
+        post: operations["importFhirNdjson"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1264,22 +1303,22 @@ export interface components {
          * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
          * @example 01
          */
-        Site: string;
+        SiteFilter: string;
         /**
          * @description Only rows of this patient. An unknown subject gives an empty page.
          * @example 01-001
          */
-        Subject: string;
+        SubjectFilter: string;
         /**
          * @description Only rows of this visit code. It must be a visit of the key's design, otherwise 400.
          * @example baseline
          */
-        Visit: string;
+        VisitFilter: string;
         /**
          * @description Only rows of this form code. It must be a form the key may see, otherwise 400.
          * @example vs
          */
-        Form: string;
+        FormFilter: string;
     };
     requestBodies: never;
     headers: {
@@ -1386,12 +1425,12 @@ export interface operations {
                  * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
                  * @example 01
                  */
-                site?: components["parameters"]["Site"];
+                site?: components["parameters"]["SiteFilter"];
                 /**
                  * @description Only rows of this patient. An unknown subject gives an empty page.
                  * @example 01-001
                  */
-                subject?: components["parameters"]["Subject"];
+                subject?: components["parameters"]["SubjectFilter"];
                 /** @description Only patients with this status. */
                 status?: components["schemas"]["PatientStatus"];
                 /**
@@ -1509,22 +1548,22 @@ export interface operations {
                  * @description Only rows of this patient. An unknown subject gives an empty page.
                  * @example 01-001
                  */
-                subject?: components["parameters"]["Subject"];
+                subject?: components["parameters"]["SubjectFilter"];
                 /**
                  * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
                  * @example 01
                  */
-                site?: components["parameters"]["Site"];
+                site?: components["parameters"]["SiteFilter"];
                 /**
                  * @description Only rows of this visit code. It must be a visit of the key's design, otherwise 400.
                  * @example baseline
                  */
-                visit?: components["parameters"]["Visit"];
+                visit?: components["parameters"]["VisitFilter"];
                 /**
                  * @description Only rows of this form code. It must be a form the key may see, otherwise 400.
                  * @example vs
                  */
-                form?: components["parameters"]["Form"];
+                form?: components["parameters"]["FormFilter"];
                 /** @description Only records with this status. */
                 status?: components["schemas"]["RecordStatus"];
                 /**
@@ -1643,24 +1682,24 @@ export interface operations {
                  * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
                  * @example 01
                  */
-                site?: components["parameters"]["Site"];
+                site?: components["parameters"]["SiteFilter"];
                 /**
                  * @description Only rows of this patient. An unknown subject gives an empty page.
                  * @example 01-001
                  */
-                subject?: components["parameters"]["Subject"];
+                subject?: components["parameters"]["SubjectFilter"];
                 /** @description Only queries with this status. */
                 status?: components["schemas"]["QueryStatus"];
                 /**
                  * @description Only rows of this form code. It must be a form the key may see, otherwise 400.
                  * @example vs
                  */
-                form?: components["parameters"]["Form"];
+                form?: components["parameters"]["FormFilter"];
                 /**
                  * @description Only rows of this visit code. It must be a visit of the key's design, otherwise 400.
                  * @example baseline
                  */
-                visit?: components["parameters"]["Visit"];
+                visit?: components["parameters"]["VisitFilter"];
                 /**
                  * @description Only rows whose `updated_at` is at or after this time. Use the `watermark` of the previous load. It also fills `removed` on the first page. It must be an ISO 8601 date-time with an offset, for example `Z`, between the years 0001 and 9999.
                  * @example 2026-03-20T08:00:00.000Z
@@ -1718,22 +1757,22 @@ export interface operations {
                  * @description Only rows of this site. It must be one of the key's sites, otherwise 400.
                  * @example 01
                  */
-                site?: components["parameters"]["Site"];
+                site?: components["parameters"]["SiteFilter"];
                 /**
                  * @description Only rows of this patient. An unknown subject gives an empty page.
                  * @example 01-001
                  */
-                subject?: components["parameters"]["Subject"];
+                subject?: components["parameters"]["SubjectFilter"];
                 /**
                  * @description Only rows of this visit code. It must be a visit of the key's design, otherwise 400.
                  * @example baseline
                  */
-                visit?: components["parameters"]["Visit"];
+                visit?: components["parameters"]["VisitFilter"];
                 /**
                  * @description Only rows of this form code. It must be a form the key may see, otherwise 400.
                  * @example vs
                  */
-                form?: components["parameters"]["Form"];
+                form?: components["parameters"]["FormFilter"];
                 /**
                  * @description Only rows whose `updated_at` is at or after this time. Use the `watermark` of the previous load. It also fills `removed` on the first page. It must be an ISO 8601 date-time with an offset, for example `Z`, between the years 0001 and 9999.
                  * @example 2026-03-20T08:00:00.000Z
@@ -1816,11 +1855,88 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description One patient's FHIR R4 record, up to 5 MB. Send FHIR JSON (a Bundle or a single resource) as `application/fhir+json` or `application/json`. Send NDJSON (one resource per line; empty lines are ignored) as `application/fhir+ndjson` or `application/x-ndjson`. The body is needed: an empty body gives 422 `fhir_not_fhir`. It is declared optional only because generic validators cannot check NDJSON text against a JSON schema. */
+        /** @description One patient's FHIR R4 record, up to 5 MB: FHIR JSON (a Bundle or a single resource) as `application/fhir+json` or `application/json`. NDJSON is also accepted here (`x-also-accepts`), as before; `importFhirNdjson` declares it. The body is needed: an empty body gives 422 `fhir_not_fhir`. It stays declared optional, as it was in v1.1.0. */
         requestBody?: {
             content: {
                 "application/fhir+json": components["schemas"]["FhirResource"];
                 "application/json": components["schemas"]["FhirResource"];
+            };
+        };
+        responses: {
+            /** @description The same content already waits for review as this import (`status` `proposed`); no new import was made. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImport"];
+                };
+            };
+            /** @description The import is created. Its status is `proposed` while values wait for the site's review, and `saved` when nothing is left for review: in `save` mode once every new value is saved, in both modes when the file holds nothing to review. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    importFhirNdjson: {
+        parameters: {
+            query: {
+                /**
+                 * @description The patient the file concerns. The file must concern exactly this patient.
+                 * @example 01-001
+                 */
+                subject: string;
+                /** @description `review` proposes every value for the site's review. `save` saves new values at once and leaves changes to saved values for review. */
+                mode?: components["schemas"]["FhirImportMode"];
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        /** @description One patient's FHIR R4 record as NDJSON, up to 5 MB: one resource per line; empty lines are ignored. */
+        requestBody: {
+            content: {
                 "application/fhir+ndjson": components["schemas"]["FhirNdjson"];
                 "application/x-ndjson": components["schemas"]["FhirNdjson"];
             };
