@@ -92,6 +92,20 @@ describe('reasons for change', () => {
     expect(design.body.study.reason_required_on_update).to.equal(true);
   });
 
+  it('treats table rows added after the saved ones as no overwrite, and a saved row changed or removed as one', async () => {
+    const subject = await patient(strict);
+    const cm = (medications: Row[], extra: Row = {}) => submit(strict, [{ subject, visit: 'screening', form: 'cm', update: true, tables: { medications }, ...extra }]);
+    const aspirin = { name: 'Aspirin', dose: '100 mg daily', start: '2026-01-05' };
+    expect((await cm([aspirin])).body.results[0].code).to.equal('saved');
+    // Sent in another key order than jsonb gives back: the saved row is still the same row.
+    const added = await cm([{ start: '2026-01-05', dose: '100 mg daily', name: 'Aspirin' }, { name: 'Metformin' }]);
+    expect(added.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
+    const removed = await cm([{ name: 'Metformin' }]);
+    expect(removed.body.results[0]).to.deep.include({ status: 'error', code: 'reason_required' });
+    expect(removed.body.results[0].message).to.include('(medications)');
+    expect((await cm([{ name: 'Metformin' }], { reason: 'Aspirin entered for the wrong patient' })).body.results[0].code).to.equal('saved');
+  });
+
   it('refuses a reason PostgreSQL could not store, and one over 500 characters', async () => {
     const subject = await patient(plain);
     await submit(plain, [{ subject, visit: 'baseline', form: 'vs', values: vitals }]);

@@ -9,7 +9,7 @@ import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
 import { failingChecks } from './editChecks.js';
 import {
-  changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, typedValues,
+  changedFields, completenessIssues, overwrittenFields, EMPTY_CONTENT, mergeContent, typedValues,
   type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
 import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
@@ -194,7 +194,7 @@ export async function submitRecords(
       outcomes.push(withIdOf(slot, { index, status: 'ok', code: 'unchanged', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled }));
       continue;
     }
-    const overwritten = evaluation.changes.filter((c) => c.oldValue !== null).map((c) => c.field);
+    const overwritten = slot.current ? overwrittenFields(slot.current, evaluation.content) : [];
     if (design.reason_required_on_update && overwritten.length > 0 && !givenReason(input)) {
       outcomes.push(refused(index, 'reason_required', { fields: overwritten.join(', ') }));
       continue;
