@@ -158,11 +158,14 @@ describe('reasons for change', () => {
       expect(refused.status).to.equal(422);
       expect(refused.html).to.include('This study requires a reason for change to replace saved values (sbp)')
         .and.include(`name="conflict_${sbp}" value="replace" checked`);
+      const ru = await staff.post(`${url}?lang=ru`, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace' });
+      expect(ru.status).to.equal(422);
+      expect(ru.html).to.include('В этом исследовании для замены сохранённых значений (sbp) нужна причина изменения').and.include('обязательна в этом исследовании');
       expect((await savedVs(strict, subject)).sbp).to.equal('140');
       expect((await trailOf(strict, subject)).filter((r: Row) => r.action === 'record.value_changed')).to.deep.equal([]);
       expect((await app.db.knex('fhir_imports').where({ patient_id: await patientId(strict, subject) }).first()).status).to.equal('proposed');
 
-      const res = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace', change_reason: 'Hospital record is the source document' });
+      const res = await staff.post(`${url}?lang=en`, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace', change_reason: 'Hospital record is the source document' });
       expect(res.status).to.equal(303);
       expect((await savedVs(strict, subject)).sbp).to.equal('136');
     });
