@@ -165,6 +165,11 @@ describe('reasons for change', () => {
       expect((await trailOf(strict, subject)).filter((r: Row) => r.action === 'record.value_changed')).to.deep.equal([]);
       expect((await app.db.knex('fhir_imports').where({ patient_id: await patientId(strict, subject) }).first()).status).to.equal('proposed');
 
+      const crafted = await staff.post(`${url}?lang=en`, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace', change_reason: 'x'.repeat(501) });
+      expect(crafted.status, 'a reason past the field\'s maxlength, sent by hand').to.equal(422);
+      expect(crafted.html).to.include('At most 500 characters.');
+      expect((await savedVs(strict, subject)).sbp).to.equal('140');
+
       const res = await staff.post(`${url}?lang=en`, { decision: 'confirm_chosen', [`conflict_${sbp}`]: 'replace', change_reason: 'Hospital record is the source document' });
       expect(res.status).to.equal(303);
       expect((await savedVs(strict, subject)).sbp).to.equal('136');

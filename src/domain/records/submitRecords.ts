@@ -178,8 +178,8 @@ export async function submitRecords(
     if (!visit.forms.includes(form.code)) { outcomes.push(refused(index, 'form_not_in_visit', { form: form.code, visit: visit.code })); continue; }
     const instance = input.instance ?? 1;
     if (!visit.repeating && instance !== 1) { outcomes.push(refused(index, 'invalid_instance', { visit: visit.code })); continue; }
-    // The audit trail could not store it, and the reason is kept only there.
-    if (input.reason !== undefined && !isStorableText(input.reason)) { outcomes.push(refused(index, 'invalid_value', {}, [{ field: 'reason', code: 'invalid_character' }])); continue; }
+    const badReason = reasonIssue(input.reason);
+    if (badReason) { outcomes.push(refused(index, 'invalid_value', {}, [badReason])); continue; }
     const key = keyFor(input)!;
     let slot = slots.get(keyOf(key));
     if (!slot) slots.set(keyOf(key), slot = { key, id: null, current: undefined, write: null, open: [] });
@@ -298,6 +298,16 @@ function emptyPlacesOnly(current: RecordState | undefined, input: RecordInput): 
     },
     notFilled: [...values, ...tables].map(([code]) => code).filter(filled),
   };
+}
+
+/** The longest reason for change (spec, RecordInput.reason): the API's schema holds it, and a crafted portal form meets it here. */
+const MAX_REASON = 500;
+
+/** What is wrong with a reason the audit trail, its only home, could not keep as sent. */
+function reasonIssue(reason: string | undefined): FieldIssue | null {
+  if (reason === undefined) return null;
+  if (!isStorableText(reason)) return { field: 'reason', code: 'invalid_character' };
+  return reason.length > MAX_REASON ? { field: 'reason', code: 'too_long', params: { max: MAX_REASON } } : null;
 }
 
 /** The record's reason for change; blank counts as none, so a study requiring one gets a real answer. */
