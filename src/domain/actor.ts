@@ -18,7 +18,13 @@ export function authorOf(actor: Actor): string {
   return actor.kind === 'operator' ? `${actor.name} (command line)` : actor.name;
 }
 
-export function reasonOf(actor: Actor): string {
+/** The reason the trail states: how the data came, then the reason given for the change, when there is one. */
+export function reasonOf(actor: Actor, given?: string): string {
+  const how = wayOf(actor);
+  return given ? `${how}: ${given}` : how;
+}
+
+function wayOf(actor: Actor): string {
   if (actor.kind === 'api_key') return `Data sent through the API key "${actor.keyName}"`;
   if (actor.kind === 'user' && actor.via === 'portal') return 'Entered in the portal';
   if (actor.kind === 'user' && actor.via === 'fhir_save') return `Saved from a FHIR record sent through the API key "${actor.keyName}"`;

@@ -64,7 +64,7 @@ describe('getStudyDesign', () => {
     expect(res.status).to.equal(200);
     expect(res.body.study).to.deep.equal({
       code: 'DEMO', name: 'Demo: Hypertension add-on therapy, phase II', blinded: true, consent_required: true,
-      enrolment_open: true, locked: false, subject_format: '{site}-{seq:3}',
+      enrolment_open: true, locked: false, subject_format: '{site}-{seq:3}', reason_required_on_update: false,
     });
     expect(res.body.sites).to.deep.equal([{ number: '01', name: 'City Hospital' }, { number: '02', name: 'Regional Clinic' }]);
     expect(res.body.visits).to.deep.equal(DEMO_VISITS);

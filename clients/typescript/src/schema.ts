@@ -686,6 +686,8 @@ export interface components {
             blinded: boolean;
             /** @description Whether data may be entered only for patients with a valid consent. */
             consent_required: boolean;
+            /** @description Whether a change to a saved value needs a `reason` for change (v1.2.0); see `submitFormRecords`. */
+            reason_required_on_update: boolean;
             enrolment_open: boolean;
             /** @description A locked study can be read but not changed (423 on writes). */
             locked: boolean;
@@ -872,6 +874,8 @@ export interface components {
              * @default false
              */
             update?: boolean;
+            /** @description Reason for change (v1.2.0). The audit trail keeps it on the row of every value, status change and query the record writes, after the statement of how the data came: `Data sent through the API key "<key name>": <reason>`. Leading and trailing blanks are dropped; a blank reason counts as none. It is meant for records with `update: true`, but is kept on a first entry too rather than dropped. In a study whose design sets `reason_required_on_update`, a record that changes or clears a saved value without a reason is refused (`error` / `reason_required`) and nothing of it is saved. Text PostgreSQL cannot store (NUL) gives `invalid_value` with the field issue `invalid_character` on `reason`. */
+            reason?: string;
         };
         RecordsResult: {
             /** @description One result per record, in request order. */
@@ -893,7 +897,7 @@ export interface components {
              * @enum {string}
              */
             status: "ok" | "warn" | "skip" | "error";
-            /** @description Stable machine code of the outcome: `saved`, `unchanged`, `validated`, `saved_with_queries`, `saved_as_draft`, `already_filled`, `unknown_subject`, `team_not_allowed`, `consent_missing`, `form_not_in_visit`, `invalid_instance`, `unknown_field`, `invalid_value`, `edit_check_failed`. */
+            /** @description Stable machine code of the outcome: `saved`, `unchanged`, `validated`, `saved_with_queries`, `saved_as_draft`, `already_filled`, `unknown_subject`, `team_not_allowed`, `consent_missing`, `form_not_in_visit`, `invalid_instance`, `unknown_field`, `invalid_value`, `edit_check_failed`, `reason_required` (v1.2.0). Not an enum: new codes may appear. */
             code: string;
             /** @description Localized message. For `warn`, it states the number of automatic queries. */
             message: string;

@@ -15,6 +15,9 @@
  *   its empty place), `replace` (a `conflict` item replaces the saved value: an audited change with old
  *   and new value), `keep` (a `conflict` item leaves the saved value) or `candidate:<n>` (a tie takes its
  *   n-th candidate's value, 0-based; it replaces a saved value, since picking is the explicit choice).
+ *   `reason` is the person's reason for change: it goes with the records to the write path, so every
+ *   replaced value's audit row carries it; in a study with `reason_required_on_update`, replacing a saved
+ *   value without one refuses the confirmation with `import_reason_required`.
  *   Items left out are not saved. Without `choices`, every `new` item fills its place and every conflict
  *   keeps the saved value, so a saved value is replaced only by an explicit choice, and ties wait.
  * - A table row is taken as one: filling one `new` cell of a row fills every `new` cell of that row, so
@@ -95,12 +98,12 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
  * @param input.choices - item position → choice; left out: fill every `new` item, keep every conflict
  * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`,
  *   `invalid_import_choice`, `study_locked`, `consent_missing`, `fhir_identity_mismatch`, `import_outdated`,
- *   `import_items_refused`
+ *   `import_reason_required`, `import_items_refused`
  */
 export async function confirmImport(
   stores: Stores,
   person: Person,
-  input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>> },
+  input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>>; reason?: string },
 ): Promise<DecisionResult> {
   const { study, patient, roles, found } = await openDecision(stores, person, input);
   if (study.locked) throw new DomainError('study_locked');
@@ -128,7 +131,11 @@ export async function confirmImport(
   const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'fhir_review', importNumber: found.number };
   const records = itemRecords(patient.subject, chosenItems, toSave, locked);
   const access = { siteIds: [...new Set(roles.flatMap((r) => r.siteIds))], unblinded: roles.some((r) => r.unblinded) };
-  const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => r.input), { validateOnly: false, source: 'fhir' });
+  const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => ({ ...r.input, reason: input.reason })), { validateOnly: false, source: 'fhir' });
+  const unexplained = outcomes.filter((o) => o.code === 'reason_required');
+  if (unexplained.length > 0) {
+    throw new DomainError('import_reason_required', { subject: patient.subject, number: found.number, fields: unexplained.map((o) => o.params.fields).join(', ') });
+  }
   const refused = refusedItems(outcomes, records, chosenItems);
   if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
 

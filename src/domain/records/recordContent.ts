@@ -128,6 +128,20 @@ export function typedValues(form: FormDef, content: RecordContent): Record<strin
 }
 
 /** The fields whose stored content differs between two versions, with old and new as audit text. */
+/**
+ * The fields whose saved content the change alters or clears, as a reason for change is asked for: a
+ * value or mark that was saved, and a table whose saved rows are not all kept, unchanged and first. An
+ * empty place filled and rows added after the saved ones alter nothing that was saved.
+ */
+export function overwrittenFields(before: RecordContent, after: RecordContent): string[] {
+  // Cell by cell: a row read back from jsonb has its keys in another order than the one sent.
+  const sameRow = (a: Record<string, string>, b: Record<string, string> | undefined) =>
+    b !== undefined && Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => b[k] === v);
+  const rowsKept = (code: string) => (before.tables[code] ?? []).every((row, i) => sameRow(row, after.tables[code]?.[i]));
+  return changedFields(before, after).map((c) => c.field).filter((code) =>
+    before.values[code] !== undefined || before.notDone[code] !== undefined || !rowsKept(code));
+}
+
 export function changedFields(before: RecordContent, after: RecordContent): { field: string; oldValue: string | null; newValue: string | null }[] {
   const codes = new Set([...Object.keys(before.values), ...Object.keys(after.values), ...Object.keys(before.notDone), ...Object.keys(after.notDone), ...Object.keys(before.tables), ...Object.keys(after.tables)]);
   const shown = (c: RecordContent, code: string): string | null =>

@@ -1,6 +1,7 @@
-import { authorOf, type Actor, type RecordSource } from '../actor.js';
+import { authorOf, reasonOf, type Actor, type RecordSource } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
+import { isStorableText } from '../storableText.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
@@ -8,7 +9,7 @@ import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
 import { failingChecks } from './editChecks.js';
 import {
-  changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, typedValues,
+  changedFields, completenessIssues, overwrittenFields, EMPTY_CONTENT, mergeContent, typedValues,
   type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
 import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
@@ -24,6 +25,8 @@ export interface RecordInput {
   instance?: number;
   status?: 'complete' | 'draft';
   update?: boolean;
+  /** Why a saved value changes: added to the audit row of every value the record writes. */
+  reason?: string;
 }
 
 /**
@@ -33,6 +36,7 @@ export interface RecordInput {
 export const RECORD_RESULT_CODES = [
   'saved', 'unchanged', 'validated', 'saved_with_queries', 'saved_as_draft', 'already_filled', 'unknown_subject',
   'team_not_allowed', 'consent_missing', 'form_not_in_visit', 'invalid_instance', 'unknown_field', 'invalid_value', 'edit_check_failed',
+  'reason_required',
 ] as const;
 
 export type RecordResultCode = (typeof RECORD_RESULT_CODES)[number];
@@ -174,6 +178,8 @@ export async function submitRecords(
     if (!visit.forms.includes(form.code)) { outcomes.push(refused(index, 'form_not_in_visit', { form: form.code, visit: visit.code })); continue; }
     const instance = input.instance ?? 1;
     if (!visit.repeating && instance !== 1) { outcomes.push(refused(index, 'invalid_instance', { visit: visit.code })); continue; }
+    const badReason = reasonIssue(input.reason);
+    if (badReason) { outcomes.push(refused(index, 'invalid_value', {}, [badReason])); continue; }
     const key = keyFor(input)!;
     let slot = slots.get(keyOf(key));
     if (!slot) slots.set(keyOf(key), slot = { key, id: null, current: undefined, write: null, open: [] });
@@ -188,6 +194,11 @@ export async function submitRecords(
       outcomes.push(withIdOf(slot, { index, status: 'ok', code: 'unchanged', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled }));
       continue;
     }
+    const overwritten = slot.current ? overwrittenFields(slot.current, evaluation.content) : [];
+    if (design.reason_required_on_update && overwritten.length > 0 && !givenReason(input)) {
+      outcomes.push(refused(index, 'reason_required', { fields: overwritten.join(', ') }));
+      continue;
+    }
     const plan = planQueries(evaluation.before, evaluation.after, slot.open);
     // Later records of the request see this one as saved, with its queries, exactly as if it had been sent alone before them.
     const isNew = !slot.current;
@@ -197,7 +208,7 @@ export async function submitRecords(
     slot.write ??= isNew ? 'insert' : 'update';
     const code = options.validateOnly ? 'validated' : evaluation.status === 'draft' ? 'saved_as_draft' : 'saved';
     outcomes.push(withIdOf(slot, { ...outcomeOfSave(index, code, evaluation.status, plan.toOpen), notFilled }));
-    changes.push({ slot, patient, isNew, evaluation, plan, opened });
+    changes.push({ slot, patient, isNew, evaluation, plan, opened, reason: givenReason(input) });
   }
   if (!options.validateOnly) await writeChanges(stores, actor, study, options.source, slots, changes);
   for (const [outcome, slot] of slotOfOutcome) outcome.recordId = slot.id;
@@ -226,6 +237,8 @@ interface Change {
   evaluation: Evaluation;
   plan: ReturnType<typeof planQueries>;
   opened: OpenQuery[];
+  /** The reason the record gives for its change, if any. */
+  reason: string | undefined;
 }
 
 /**
@@ -287,6 +300,21 @@ function emptyPlacesOnly(current: RecordState | undefined, input: RecordInput): 
   };
 }
 
+/** The longest reason for change (spec, RecordInput.reason): the API's schema holds it, and a crafted portal form meets it here. */
+const MAX_REASON = 500;
+
+/** What is wrong with a reason the audit trail, its only home, could not keep as sent. */
+function reasonIssue(reason: string | undefined): FieldIssue | null {
+  if (reason === undefined) return null;
+  if (!isStorableText(reason)) return { field: 'reason', code: 'invalid_character' };
+  return reason.length > MAX_REASON ? { field: 'reason', code: 'too_long', params: { max: MAX_REASON } } : null;
+}
+
+/** The record's reason for change; blank counts as none, so a study requiring one gets a real answer. */
+function givenReason(input: RecordInput): string | undefined {
+  return input.reason?.trim() || undefined;
+}
+
 function skipped(index: number): RecordOutcome {
   return { index, status: 'skip', code: 'already_filled', params: {}, recordId: null, queriesOpened: 0, issues: [], notFilled: [] };
 }
@@ -307,9 +335,12 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
   };
 }
 
-/** Audit rows for each saved or changed value, the status change, and the queries opened and closed. */
+/**
+ * Audit rows for each saved or changed value, the status change, and the queries opened and closed. The
+ * record's reason is added to the way the data came (reasonOf), which the trail always states.
+ */
 function trailOf(actor: Actor, study: StudyRow, c: Change): AuditEntry[] {
-  const base = { patientId: c.patient.id, recordId: c.slot.id! };
+  const base = { patientId: c.patient.id, recordId: c.slot.id!, reason: reasonOf(actor, c.reason) };
   const entries: AuditEntry[] = c.evaluation.changes.map((change) =>
     auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),
   );

@@ -19,6 +19,8 @@ export interface StudyDesign {
   enrolment_open: boolean;
   /** A visit date outside its window opens an automatic query (issue 19, point 7). */
   visit_window_queries: boolean;
+  /** An update that changes or clears a saved value must give a reason for change (issue 22, point 4). */
+  reason_required_on_update: boolean;
   /** Subject number template with `{site}` and `{seq:N}` exactly once each, e.g. `{site}-{seq:3}`. */
   subject_format: string;
   sites: SiteDef[];

@@ -164,6 +164,7 @@ export const en: Catalog = {
   'import_already_decided.detail': 'FHIR import {number} of patient "{subject}" no longer waits for a decision (status: {status}); it is decided only once.',
   'invalid_import_choice.detail': 'Item {position} cannot take the choice "{choice}" (item state: {state}): fill takes a new item, replace and keep a conflict.',
   'import_outdated.detail': 'The saved values at items {positions} of FHIR import {number} changed after the import was made; leave those items out or reject the import. Nothing was saved.',
+  'import_reason_required.detail': 'This study requires a reason for change to replace saved values ({fields}); write it under "Reason for change" and confirm again. Nothing was saved.',
   'import_items_refused.detail': 'The checks refused {count} of the chosen items of FHIR import {number}; leave them out or correct the saved form first. Nothing was saved.',
 
   // Per-record results of the records call, and the field issues inside them.
@@ -184,6 +185,7 @@ export const en: Catalog = {
   'record.invalid_instance': 'Visit "{visit}" does not repeat; instance must be 1.',
   'record.unknown_field': 'The record names fields that are not on the form; nothing was saved.',
   'record.invalid_value': 'Some values do not fit their fields; nothing was saved.',
+  'record.reason_required': 'The study requires a reason for change to overwrite saved values ({fields}); send the record again with reason. Nothing was saved.',
   'record.edit_check_failed': 'An edit check refused the record; nothing was saved.',
   'field.unknown_field': 'No such field on this form.',
   'field.table_in_values': 'A table field is sent in "tables", not in "values".',

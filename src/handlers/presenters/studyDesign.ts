@@ -30,6 +30,7 @@ export function toStudyDesignDto(study: StudyRow, design: StudyDesign): Wire['St
   return {
     study: {
       code: study.code, name: study.name, blinded: study.blinded, consent_required: study.consentRequired,
+      reason_required_on_update: design.reason_required_on_update ?? false,
       enrolment_open: study.enrolmentOpen, locked: study.locked, subject_format: study.subjectFormat,
     },
     sites: design.sites.map((s) => ({ number: s.number, name: s.name })),

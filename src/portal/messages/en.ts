@@ -183,6 +183,8 @@ export const en: Record<string, string> = {
   'review.replace': 'replace it',
   'review.confirmChosen': 'Confirm the chosen values',
   'review.confirmAll': 'Confirm all',
+  'review.changeReason': 'Reason for change, for the values you replace (optional, kept in the audit trail with each replaced value)',
+  'review.changeReasonRequired': 'Reason for change, for the values you replace (required by this study, kept in the audit trail with each replaced value)',
   'review.rejectTitle': 'Reject the import',
   'review.rejectReason': 'Reason (optional, kept in the audit trail)',
   'review.reject': 'Reject the import',

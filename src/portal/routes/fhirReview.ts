@@ -49,7 +49,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   async function showPage(ctx: PortalContext, access: StaffAccess, error: DomainError | null = null, status = 200): Promise<void> {
     const review = await reviewOf(access, ctx);
     renderPage(ctx, 'fhirReview', {
-      title: 'review.title', study: access.study, access, review, form: formFields(ctx),
+      title: 'review.title', study: access.study, access, review, form: formFields(ctx), reasonRequired: access.study.design.reason_required_on_update,
       error: error && { message: errorDetail(ctx.state.lang, error.code, error.params), items: error.fieldErrors.map((e) => ({ position: Number(e.pointer.split('/')[2]), code: e.code, params: e.params ?? {} })) },
     }, status);
   }
@@ -73,7 +73,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
         }
         const choices = choicesOf(await importReview(stores, access, ref.subject, ref.number), decision, form);
         if (Object.keys(choices).length === 0) throw new DomainError('import_nothing_chosen');
-        await confirmImport(stores, user, { ...ref, choices });
+        await confirmImport(stores, user, { ...ref, choices, reason: typeof form.change_reason === 'string' ? form.change_reason : undefined });
       });
     } catch (error) {
       // A refusal the person can act on comes back on the page itself, with what they chose still chosen.
