@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { apiKeyStore } from './apiKeys.js';
 import { auditStore } from './auditEvents.js';
 import { exportStore } from './exports.js';
+import { fhirImportReadStore } from './fhirImportReads.js';
 import { fhirImportStore } from './fhirImports.js';
 import { idempotencyKeyStore } from './idempotencyKeys.js';
 import { patientStore } from './patients.js';
@@ -28,6 +29,7 @@ export function createStores(db: Knex) {
     reads: readStore(db),
     readLog: readLogStore(db),
     fhirImports: fhirImportStore(db),
+    fhirImportReads: fhirImportReadStore(db),
     sessions: sessionStore(db),
     portalReads: portalReadStore(db),
     idempotencyKeys: idempotencyKeyStore(db),

@@ -26,6 +26,8 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listFormRecords: 'read',
   listQueries: 'read',
   importFhirRecord: 'write',
+  listFhirImports: 'read',
+  getFhirImport: 'read',
   listDatasets: 'read',
   getDataset: 'read',
   exportOdm: 'read',

@@ -1,6 +1,6 @@
 import { getApiDocs, getApiDocsAsset } from './docs.js';
 import { exportOdm, getDataset, listDatasets } from './exports.js';
-import { importFhirRecord } from './fhir.js';
+import { getFhirImport, importFhirRecord, listFhirImports } from './fhir.js';
 import { getOpenApi } from './meta.js';
 import { createPatient, listPatients } from './patients.js';
 import { listQueries } from './queries.js';
@@ -17,6 +17,8 @@ export const handlers = {
   listFormRecords,
   listQueries,
   importFhirRecord,
+  listFhirImports,
+  getFhirImport,
   listDatasets,
   getDataset,
   exportOdm,

@@ -70,6 +70,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_import_choice: 422,
   import_outdated: 409,
   import_items_refused: 422,
+  fhir_import_not_found: 404,
   // Refusals of the command line and of the people and study administration it drives.
   study_exists: 409,
   design_invalid: 422,

@@ -165,6 +165,8 @@ export const en: Catalog = {
   'invalid_import_choice.detail': 'Item {position} cannot take the choice "{choice}" (item state: {state}): fill takes a new item, replace and keep a conflict.',
   'import_outdated.detail': 'The saved values at items {positions} of FHIR import {number} changed after the import was made; leave those items out or reject the import. Nothing was saved.',
   'import_items_refused.detail': 'The checks refused {count} of the chosen items of FHIR import {number}; leave them out or correct the saved form first. Nothing was saved.',
+  'fhir_import_not_found.title': 'FHIR import not found',
+  'fhir_import_not_found.detail': 'No FHIR import "{import}" is available to this API key.',
 
   // Per-record results of the records call, and the field issues inside them.
   'record.saved': 'Saved.',

@@ -163,6 +163,8 @@ export const ru: Catalog = {
   'invalid_import_choice.detail': 'Для элемента {position} нельзя выбрать "{choice}" (состояние элемента: {state}): fill применяется к новому элементу, replace и keep — к расхождению.',
   'import_outdated.detail': 'Сохранённые значения в элементах {positions} FHIR-импорта {number} изменились после создания импорта; исключите эти элементы или отклоните импорт. Ничего не сохранено.',
   'import_items_refused.detail': 'Проверки отклонили {count} из выбранных элементов FHIR-импорта {number}; исключите их или сначала исправьте сохранённую форму. Ничего не сохранено.',
+  'fhir_import_not_found.title': 'FHIR-импорт не найден',
+  'fhir_import_not_found.detail': 'FHIR-импорт "{import}" недоступен этому API-ключу.',
 
   // Результаты записей вызова records и ошибки полей в них.
   'record.saved': 'Сохранено.',

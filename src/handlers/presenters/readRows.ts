@@ -6,7 +6,7 @@ import { SerializedJson } from '../serializedJson.js';
 type Wire = components['schemas'];
 
 /** The paging members every read page carries. Read calls never return e-mail, PIN, date of birth, initials or birth year. */
-function pageTail<Row extends { id: number }>(page: Page<Row>) {
+export function pageTail<Row extends { id: number }>(page: Page<Row>) {
   return {
     next: page.next,
     watermark: page.watermark,
