@@ -59,8 +59,9 @@ export async function getFhirImport(stores: Stores, key: KeyContext, study: Stud
   const ids = await stores.studies.designIds(study);
   const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hidden].map((code) => ids.forms.get(code)!) };
   const found = ref && (await stores.fhirImportReads.find(scope, ref.subject, ref.number));
-  await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: found ? 1 : 0 });
   if (!found?.items) throw new DomainError('fhir_import_not_found', { import: id });
+  // A refused read is not a read, as in the other read calls: only an import shown is logged.
+  await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: 1 });
   const seen = asSeen(found, hidden);
   return { ...seen, items: (seen.items ?? []).map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })) };
 }
