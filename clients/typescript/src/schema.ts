@@ -231,7 +231,7 @@ export interface paths {
                  */
                 study_code: components["parameters"]["StudyCode"];
                 /**
-                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `import_not_found`.
+                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
                  * @example DEMO-01-001-3
                  */
                 import: string;
@@ -243,7 +243,7 @@ export interface paths {
          * @description Returns one FHIR import as it stands: its status, who decided it and when, the rejection reason,
          *     and every item with its `state` and its `outcome` after the decision. Needs the read right, and
          *     follows the rules of the read calls: an import of a patient outside the key's sites, or of a patient
-         *     who withdrew consent to data use, gives 404 `import_not_found`, as does an unknown one. For a key
+         *     who withdrew consent to data use, gives 404 `fhir_import_not_found`, as does an unknown one. For a key
          *     whose maker is blinded, items on forms of the unblinded team are left out, and `counts` count only
          *     the items shown. The read is entered in the read log.
          */
@@ -1860,7 +1860,7 @@ export interface operations {
                  */
                 study_code: components["parameters"]["StudyCode"];
                 /**
-                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `import_not_found`.
+                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
                  * @example DEMO-01-001-3
                  */
                 import: string;
@@ -1884,7 +1884,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description The study is not the key's study (`study_not_found`), or the key may see no import of that identifier (`import_not_found`). */
+            /** @description The study is not the key's study (`study_not_found`), or the key may see no import of that identifier (`fhir_import_not_found`). */
             404: {
                 headers: {
                     [name: string]: unknown;
