@@ -286,8 +286,11 @@ export interface FhirImportReadRow {
 
 /** The read calls on FHIR imports, with the visibility rules of the other read calls. */
 export interface FhirImportReadStore {
-  /** A page of imports by id; `withItems` loads each import's items too (null otherwise). Filters: subject, status. */
-  page(scope: ReadScope, filters: ReadFilters, page: PageRequest, withItems: boolean): Promise<FhirImportReadRow[]>;
+  /**
+   * A page of imports by id, without items; their counts leave out the items on the scope's hidden forms.
+   * Filters: subject, status.
+   */
+  page(scope: ReadScope, filters: ReadFilters, page: PageRequest): Promise<FhirImportReadRow[]>;
   /** The patient's import of that number with its items, when the scope lets the key see it. */
   find(scope: ReadScope, subject: string, number: number): Promise<FhirImportReadRow | undefined>;
 }

@@ -9,7 +9,8 @@
  * - The list gives imports without items (an import holds up to hundreds of them); one import's read
  *   gives them, each with its `outcome` after the decision (`itemOutcome`).
  * - For a blinded maker's key, items on unblinded-team forms are left out and the counts are recounted
- *   from what is shown, so a count cannot tell that a hidden value conflicts.
+ *   from what is shown, so a count cannot tell that a hidden value conflicts (the list's counts are
+ *   recounted in the database: src/db/fhirImportReads.ts).
  */
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
@@ -42,8 +43,8 @@ function hiddenFormCodes(study: StudyRow, key: KeyContext): Set<string> {
 }
 
 /** The import as the key may see it: without items on hidden forms, counted from what is left. */
-function asSeen(row: FhirImportReadRow, hidden: ReadonlySet<string>): FhirImportReadRow {
-  if (hidden.size === 0 || row.items === null) return row;
+function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: ReadonlySet<string>): FhirImportReadRow & { items: FhirImportItem[] } {
+  if (hidden.size === 0) return row;
   const items = row.items.filter((item) => item.form === null || !hidden.has(item.form));
   return { ...row, items, counts: countItems(items) };
 }
@@ -62,15 +63,11 @@ export async function getFhirImport(stores: Stores, key: KeyContext, study: Stud
   if (!found?.items) throw new DomainError('fhir_import_not_found', { import: id });
   // A refused read is not a read, as in the other read calls: only an import shown is logged.
   await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: 1 });
-  const seen = asSeen(found, hidden);
-  return { ...seen, items: (seen.items ?? []).map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })) };
+  const seen = asSeen({ ...found, items: found.items }, hidden);
+  return { ...seen, items: seen.items.map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })) };
 }
 
 /** One page of the study's imports, without items, paged like every read call (`readPage`). */
-export async function listFhirImports(stores: Stores, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<Page<FhirImportReadRow>> {
-  const hidden = hiddenFormCodes(study, key);
-  // Items are loaded only to recount what a blinded key may see.
-  const page = await readPage(stores, key, study, 'fhir_imports', request,
-    (scope, filters, position) => stores.fhirImportReads.page(scope, filters, position, hidden.size > 0));
-  return { ...page, rows: page.rows.map((row) => ({ ...asSeen(row, hidden), items: null })) };
+export function listFhirImports(stores: Stores, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<Page<FhirImportReadRow>> {
+  return readPage(stores, key, study, 'fhir_imports', request, (scope, filters, position) => stores.fhirImportReads.page(scope, filters, position));
 }
