@@ -37,13 +37,14 @@ export function fhirImportStore(db: Knex): FhirImportStore {
       return row && rowToImport(row);
     },
     async updateItems(importId, changes) {
-      // One statement however many items change: each changed item gets its new state and row, in its place.
+      // One statement however many items change: each changed item gets its new state, row and outcome, in its place.
       await db.raw(
         `update ${TABLE} f set items = (
-           select json_agg(case when c.position is null then e.item else (e.item::jsonb || jsonb_build_object('state', c.state, 'row', c.row))::json end
+           select json_agg(case when c.position is null then e.item
+               else (e.item::jsonb || jsonb_build_object('state', c.state, 'row', c.row, 'outcome', c.outcome))::json end
              order by e.ord)
            from json_array_elements(f.items) with ordinality as e(item, ord)
-           left join json_to_recordset(?::json) as c(position integer, state text, row integer) on c.position = e.ord - 1
+           left join json_to_recordset(?::json) as c(position integer, state text, row integer, outcome text) on c.position = e.ord - 1
          ) where f.id = ?`,
         [JSON.stringify(changes), importId],
       );
@@ -51,6 +52,7 @@ export function fhirImportStore(db: Knex): FhirImportStore {
     async decide(importId, decision) {
       await db(TABLE).where({ id: importId }).update({
         status: decision.status, decided_at: db.fn.now(), decided_by: decision.decidedBy, counts: JSON.stringify(decision.counts),
+        rejection_reason: decision.reason ?? null,
       });
     },
     async linkPatientIdentity(patientId, identity) {

@@ -41,11 +41,12 @@ export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: Re
   return q;
 }
 
+/** `updatedColumn` is a column or an SQL expression of the calling code, never a client's text. */
 export function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
   // A paging token is readable JSON a client can rewrite: compared as bigint, an id beyond an `integer` column
   // finds no row instead of failing the query (issue 21.6); PostgreSQL still uses the column's index.
   q.whereRaw('?? > ?::bigint', [column, page.afterId]).orderBy(column).limit(page.limit);
-  if (page.updatedSince) q.where(updatedColumn, '>=', page.updatedSince);
+  if (page.updatedSince) q.whereRaw(`${updatedColumn} >= ?`, [page.updatedSince]);
   return q;
 }
 

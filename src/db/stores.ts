@@ -3,6 +3,7 @@ import { apiKeyStore } from './apiKeys.js';
 import { auditStore } from './auditEvents.js';
 import { auditReadStore } from './auditReads.js';
 import { exportStore } from './exports.js';
+import { fhirImportReadStore } from './fhirImportReads.js';
 import { fhirImportStore } from './fhirImports.js';
 import { idempotencyKeyStore } from './idempotencyKeys.js';
 import { patientStore } from './patients.js';
@@ -30,6 +31,7 @@ export function createStores(db: Knex) {
     auditReads: auditReadStore(db),
     readLog: readLogStore(db),
     fhirImports: fhirImportStore(db),
+    fhirImportReads: fhirImportReadStore(db),
     sessions: sessionStore(db),
     portalReads: portalReadStore(db),
     idempotencyKeys: idempotencyKeyStore(db),

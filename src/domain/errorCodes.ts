@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'import_nothing_chosen' | 'import_decision_not_allowed' | 'import_not_found' | 'import_already_decided'
   | 'invalid_import_choice' | 'import_outdated' | 'import_items_refused'
   | 'import_reason_required'
+  // The read calls on FHIR imports (src/domain/fhir/importReads.ts).
+  | 'fhir_import_not_found'
   // Refusals of the CDISC exports (src/domain/exports).
   | 'dataset_not_found'
   // Refusals of the command line (scripts/sdx.ts) and of the people and study administration it drives.

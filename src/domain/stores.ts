@@ -264,6 +264,37 @@ export interface ReadStore {
   watermark(): Promise<Date>;
 }
 
+/** A FHIR import as the read calls show it: who decided is a name, never an id or an e-mail. */
+export interface FhirImportReadRow {
+  id: number;
+  subject: string;
+  site: string;
+  number: number;
+  mode: FhirImportRow['mode'];
+  status: FhirImportRow['status'];
+  counts: FhirImportCounts;
+  createdAt: Date;
+  /** When it was decided, else made: the rows' `updated_at` for incremental loads. */
+  updatedAt: Date;
+  /** The decision's time; the making's for `saved`, which nobody decided afterwards. */
+  decidedAt: Date | null;
+  /** The deciding person's name, or `<key name> (API)` for `saved`. */
+  decidedBy: string | null;
+  rejectionReason: string | null;
+  items: FhirImportItem[] | null;
+}
+
+/** The read calls on FHIR imports, with the visibility rules of the other read calls. */
+export interface FhirImportReadStore {
+  /**
+   * A page of imports by id, without items; their counts leave out the items on the scope's hidden forms.
+   * Filters: subject, status.
+   */
+  page(scope: ReadScope, filters: ReadFilters, page: PageRequest): Promise<FhirImportReadRow[]>;
+  /** The patient's import of that number with its items, when the scope lets the key see it. */
+  find(scope: ReadScope, subject: string, number: number): Promise<FhirImportReadRow | undefined>;
+}
+
 export interface ReadLogStore {
   /** Logs one read and adds its rows to the key's counter, in the same transaction. */
   logRead(entry: { keyId: number; studyId: number; operation: string; filters: Record<string, unknown>; rows: number }): Promise<void>;
@@ -292,6 +323,17 @@ export interface StoredFhirImport extends FhirImportRow {
   items: FhirImportItem[];
 }
 
+/**
+ * An item's new state and row after a confirmation, by position, with the outcome the state alone does
+ * not tell (saved by this confirmation, or a conflict whose saved value was kept), for the read calls.
+ */
+export interface ItemChange {
+  position: number;
+  state: ItemState;
+  row: number | null;
+  outcome: 'confirmed' | 'kept_saved_value';
+}
+
 export interface FhirImportStore {
   /** The patient's next import number, taken under a lock on the patient so concurrent imports get distinct numbers. */
   nextNumber(patientId: number): Promise<number>;
@@ -305,9 +347,9 @@ export interface FhirImportStore {
   /** The patient's import of that number with its items, row-locked to the end of the transaction so that decisions on it apply one after the other. */
   findForDecision(patientId: number, number: number): Promise<StoredFhirImport | undefined>;
   /** Sets the state and row of items, by position. */
-  updateItems(importId: number, changes: { position: number; state: ItemState; row: number | null }[]): Promise<void>;
-  /** Records the site team's decision: the final status, when and by whom, and the counts after it. */
-  decide(importId: number, decision: { status: 'confirmed' | 'rejected'; decidedBy: number; counts: FhirImportCounts }): Promise<void>;
+  updateItems(importId: number, changes: ItemChange[]): Promise<void>;
+  /** Records the site team's decision: the final status, when and by whom, the counts after it, and a rejection's reason. */
+  decide(importId: number, decision: { status: 'confirmed' | 'rejected'; decidedBy: number; counts: FhirImportCounts; reason?: string | null }): Promise<void>;
   /** Links the hospital identity to the patient unless one is linked already; true when it was linked now. */
   linkPatientIdentity(patientId: number, identity: { system?: string; value: string }[]): Promise<boolean>;
 }

@@ -28,6 +28,8 @@ const OPERATION_RIGHTS: Record<OperationId, KeyRight | null> = {
   listAuditTrail: 'read',
   importFhirRecord: 'write',
   importFhirNdjson: 'write',
+  listFhirImports: 'read',
+  getFhirImport: 'read',
   listDatasets: 'read',
   getDataset: 'read',
   exportOdm: 'read',

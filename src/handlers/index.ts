@@ -1,7 +1,7 @@
 import { listAuditTrail } from './audit.js';
 import { getApiDocs, getApiDocsAsset } from './docs.js';
 import { exportOdm, getDataset, listDatasets } from './exports.js';
-import { importFhirNdjson, importFhirRecord } from './fhir.js';
+import { getFhirImport, importFhirNdjson, importFhirRecord, listFhirImports } from './fhir.js';
 import { getOpenApi } from './meta.js';
 import { createPatient, listPatients } from './patients.js';
 import { listQueries } from './queries.js';
@@ -20,6 +20,8 @@ export const handlers = {
   listAuditTrail,
   importFhirRecord,
   importFhirNdjson,
+  listFhirImports,
+  getFhirImport,
   listDatasets,
   getDataset,
   exportOdm,

@@ -71,6 +71,7 @@ const STATUS: Record<ErrorCode, number> = {
   import_outdated: 409,
   import_items_refused: 422,
   import_reason_required: 422,
+  fhir_import_not_found: 404,
   // Refusals of the command line and of the people and study administration it drives.
   study_exists: 409,
   design_invalid: 422,

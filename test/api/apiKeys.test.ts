@@ -31,17 +31,21 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
   { id: 'listAuditTrail', method: 'GET', path: '/api/v1/studies/DEMO/audit', options: {} },
   { id: 'importFhirRecord', method: 'POST', path: '/api/v1/studies/DEMO/fhir?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+json' } },
   { id: 'importFhirNdjson', method: 'POST', path: '/api/v1/studies/DEMO/fhir/ndjson?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+ndjson' } },
+  { id: 'listFhirImports', method: 'GET', path: '/api/v1/studies/DEMO/fhir', options: {} },
+  // Patient 01-001's first import, made by the `before` hook.
+  { id: 'getFhirImport', method: 'GET', path: '/api/v1/studies/DEMO/fhir/DEMO-01-001-1', options: {} },
   { id: 'listDatasets', method: 'GET', path: '/api/v1/studies/DEMO/datasets', options: {} },
   { id: 'getDataset', method: 'GET', path: '/api/v1/studies/DEMO/datasets/VS', options: {} },
   { id: 'exportOdm', method: 'GET', path: '/api/v1/studies/DEMO/odm', options: {} },
 ];
 
 /** The operations that need the read right. */
-const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail', 'listDatasets', 'getDataset', 'exportOdm'];
+const READS = ['listPatients', 'listFormRecords', 'listQueries', 'listAuditTrail', 'listFhirImports', 'getFhirImport', 'listDatasets', 'getDataset', 'exportOdm'];
 
 const SUCCESS: Record<string, string> = {
   getOpenApi: '200', getStudyDesign: '200', createPatient: '201', submitFormRecords: '200 ok',
   listPatients: '200', listFormRecords: '200', listQueries: '200', listAuditTrail: '200', importFhirRecord: '201', importFhirNdjson: '201',
+  listFhirImports: '200', getFhirImport: '200',
   listDatasets: '200', getDataset: '200', exportOdm: '200',
 };
 
@@ -64,11 +68,11 @@ describe('API keys: authentication, rights, sites and states', () => {
     if (options.key && res.status !== 401 && !path.endsWith('openapi.json')) {
       const tally = usage.get(options.key) ?? { requests: 0, rows: 0 };
       tally.requests += 1;
-      // Rows of data: a page's rows, a dataset's rows, an ODM file's forms (a dataset list counts none).
+      // Rows of data: a page's rows, a dataset's rows, an ODM file's forms, one FHIR import (a dataset list counts none).
       if (method === 'GET' && res.status === 200) {
         tally.rows += typeof res.body === 'string'
           ? (res.body.match(/<\/FormData>/g) ?? []).length
-          : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? res.body.audit ?? []).length;
+          : res.body.import !== undefined ? 1 : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? res.body.audit ?? res.body.imports ?? []).length;
       }
       usage.set(options.key, tally);
     }
@@ -98,6 +102,9 @@ describe('API keys: authentication, rights, sites and states', () => {
       key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { ...VITALS, vsdate: '2026-01-05', sbp: '240' } }] },
     });
     expect(screening.body.results[0].status).to.equal('warn');
+    // Patient 01-001's first FHIR import, which getFhirImport reads in the matrix.
+    const imported = await call('POST', '/api/v1/studies/DEMO/fhir?subject=01-001', { key: world.key, raw: FHIR_PATIENT, contentType: 'application/fhir+json' });
+    expect([imported.status, imported.body.import]).to.deep.equal([201, 'DEMO-01-001-1']);
 
     const by = world.manager;
     keys.full = { key: world.key, id: world.keyId };
@@ -152,7 +159,10 @@ describe('API keys: authentication, rights, sites and states', () => {
       { kind: 'a key of another study', key: 'otherStudy', expect: () => everyKeyed('404 study_not_found') },
       {
         kind: 'a key of another site (patient 01-001 is at site 01)', key: 'otherSite',
-        expect: () => expected((op) => ({ createPatient: '422 unknown_site', submitFormRecords: '200 unknown_subject', importFhirRecord: '422 unknown_subject', importFhirNdjson: '422 unknown_subject' } as Record<string, string>)[op]),
+        expect: () => expected((op) => ({
+          createPatient: '422 unknown_site', submitFormRecords: '200 unknown_subject', importFhirRecord: '422 unknown_subject', importFhirNdjson: '422 unknown_subject',
+          getFhirImport: '404 fhir_import_not_found',
+        } as Record<string, string>)[op]),
       },
       { kind: 'a key of its own study whose API is switched off', key: 'apiOff', study: 'OFF', expect: () => everyKeyed('403 api_disabled') },
     ];

@@ -226,7 +226,20 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read FHIR imports and their outcomes
+         * @description Returns one page of the study's FHIR imports in ascending order of their making, each with its status,
+         *     who decided it and when, and the rejection reason, without its items (read one import with
+         *     `getFhirImport` for those). Needs the read right. Only imports of patients at the key's sites are
+         *     returned, never those of a patient who withdrew consent to data use. For a key whose maker is
+         *     blinded, `counts` count only the items on forms the key may see.
+         *
+         *     An import's `updated_at` is when it was made or, once decided, when it was decided: an incremental
+         *     load (`updated_since`) returns the imports made or decided since. Paging, `watermark` and `removed`
+         *     work as in the other read calls: pass `next` as `after` with the same filters, upsert by `import`.
+         *     Unknown query parameters and wrong filters give 400.
+         */
+        get: operations["listFhirImports"];
         put?: never;
         /**
          * Send a FHIR R4 patient record
@@ -293,6 +306,42 @@ export interface paths {
          *     `importFhirRecord` counts here too.
          */
         post: operations["importFhirNdjson"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/fhir/{import}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
+                 * @example DEMO-01-001-3
+                 */
+                import: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one FHIR import and its outcome
+         * @description Returns one FHIR import as it stands: its status, who decided it and when, the rejection reason,
+         *     and every item with its `state` and its `outcome` after the decision. Needs the read right, and
+         *     follows the rules of the read calls: an import of a patient outside the key's sites, or of a patient
+         *     who withdrew consent to data use, gives 404 `fhir_import_not_found`, as does an unknown one. For a key
+         *     whose maker is blinded, items on forms of the unblinded team are left out, and `counts` count only
+         *     the items shown. The read is entered in the read log.
+         */
+        get: operations["getFhirImport"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1050,11 +1099,7 @@ export interface components {
             /** @description The patient's import number (1 for the patient's first import), as used in `review_url`. */
             number: number;
             subject: string;
-            /**
-             * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review; also a file with nothing to review (nothing mapped, or every value equal to the saved one) in either mode. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. This call returns `proposed` or `saved`.
-             * @enum {string}
-             */
-            status: "proposed" | "saved" | "confirmed" | "rejected";
+            status: components["schemas"]["FhirImportStatus"];
             /** @description Whether the import waits on the patient's card for the site team: `true` exactly when `status` is `proposed`. Always sent by this call. */
             needs_review?: boolean;
             mode: components["schemas"]["FhirImportMode"];
@@ -1064,8 +1109,58 @@ export interface components {
              * @description The import's review page on the patient's card: `{base_url}/p/<study_code>/s/<subject>/fhir/<number>`.
              */
             review_url: string;
-            /** @description One item per value found in the file. */
+            /** @description One item per value found in the file. `getFhirImport` leaves out, for a key whose maker is blinded, the items on forms of the unblinded team. */
             items: components["schemas"]["FhirImportItem"][];
+            /** @description The patient's site number. Sent by `getFhirImport`. */
+            site?: string;
+            /**
+             * Format: date-time
+             * @description When the import was made. Sent by `getFhirImport`.
+             */
+            created_at?: string;
+            /**
+             * Format: date-time
+             * @description When the import was made or, once decided, when it was decided: what `updated_since` of `listFhirImports` compares with. Sent by `getFhirImport`.
+             */
+            updated_at?: string;
+            /** @description When the import reached its final status: the site team's decision for `confirmed` and `rejected`, the making of the import for `saved`; null while `proposed`. Sent by `getFhirImport`. */
+            decided_at?: string | null;
+            /** @description Who decided: the name of the person who confirmed or rejected the import on the patient's card; for `saved`, the API key that sent the file, written `<key name> (API)` as in the audit trail. Never an e-mail. Null while `proposed`. Sent by `getFhirImport`. */
+            decided_by?: string | null;
+            /** @description The reason the person gave when rejecting the import; null when none was given or the import is not `rejected`. Sent by `getFhirImport`. */
+            rejection_reason?: string | null;
+        };
+        /**
+         * @description `proposed`: waits on the patient's card for the site team. `saved`: `mode=save` saved everything there was to save, and nothing is left for review; also a file with nothing to review (nothing mapped, or every value equal to the saved one) in either mode. `confirmed`: the site team saved the items it chose. `rejected`: the site team saved nothing. `saved`, `confirmed` and `rejected` are final. `importFhirRecord` returns `proposed` or `saved`.
+         * @enum {string}
+         */
+        FhirImportStatus: "proposed" | "saved" | "confirmed" | "rejected";
+        /** @description A FHIR import without its items, as `listFhirImports` returns it (see `FhirImport` for the members). */
+        FhirImportSummary: {
+            /** @description The import's identifier, for `getFhirImport`. It is opaque. */
+            import: string;
+            number: number;
+            subject: string;
+            site: string;
+            status: components["schemas"]["FhirImportStatus"];
+            needs_review: boolean;
+            mode: components["schemas"]["FhirImportMode"];
+            counts: components["schemas"]["FhirImportCounts"];
+            /** Format: uri */
+            review_url: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            decided_at: string | null;
+            decided_by: components["schemas"]["NullableString"];
+            rejection_reason: components["schemas"]["NullableString"];
+        };
+        FhirImportPage: {
+            imports: components["schemas"]["FhirImportSummary"][];
+            next: components["schemas"]["NextToken"];
+            watermark: components["schemas"]["Watermark"];
+            removed: components["schemas"]["Removals"];
         };
         /** @description `values`: items with a place in the eCRF (every item that is not `skipped`). `conflicts`, `same`, `skipped`, `saved`: items in that state (`saved` is 0 in review mode). */
         FhirImportCounts: {
@@ -1118,6 +1213,11 @@ export interface components {
             chosen_by: ("nearest" | "first" | "last" | "min" | "max") | null;
             /** @description The observations that competed for the place, this one included. Empty when there was no competition. */
             candidates: components["schemas"]["FhirCandidate"][];
+            /**
+             * @description What became of the item, sent by `getFhirImport`: `pending`: waits for the site team's decision (a `new`, `conflict` or tied item of a `proposed` import). `saved`: saved by `mode=save` when the file arrived. `confirmed`: saved by the site team's confirmation (a filled place, a replaced value, or a tie's picked candidate). `kept_saved_value`: a conflict whose saved value the site team kept. `not_taken`: an item the confirmation left out, so nothing was saved. `rejected`: the import was rejected, so nothing was saved. `same`: equals the saved value. `skipped`: never had a value to save (see `reason`).
+             * @enum {string}
+             */
+            outcome?: "pending" | "saved" | "confirmed" | "kept_saved_value" | "not_taken" | "rejected" | "same" | "skipped";
             /** @description Present and true when the mapping's rule could not choose between different values for the place (see `importFhirRecord`): the item is `skipped` with reason `not_chosen`, `value` is null and `candidates` lists the tied observations, for the site team to pick one on the review page. Absent otherwise. */
             tie?: boolean;
         };
@@ -1827,6 +1927,66 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listFhirImports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only rows of this patient. An unknown subject gives an empty page.
+                 * @example 01-001
+                 */
+                subject?: components["parameters"]["SubjectFilter"];
+                /** @description Only imports with this status. */
+                status?: components["schemas"]["FhirImportStatus"];
+                /**
+                 * @description Only rows whose `updated_at` is at or after this time. Use the `watermark` of the previous load. It also fills `removed` on the first page. It must be an ISO 8601 date-time with an offset, for example `Z`, between the years 0001 and 9999.
+                 * @example 2026-03-20T08:00:00.000Z
+                 */
+                updated_since?: components["parameters"]["UpdatedSince"];
+                /** @description Rows per page, from 1 to 1000. The value is read as a number (`1e3` is 1000); anything outside the range, however many digits, gives 400 `invalid_parameter` with the pointer `/query/limit`. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next` token of the previous page. Send it with the same filters as that page. Other filters give 400 `invalid_after`. The token is opaque and does not expire.
+                 * @example eyJrIjoyLCJmIjoiOWMxZSJ9
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of FHIR imports. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImportPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     importFhirRecord: {
         parameters: {
             query: {
@@ -1981,6 +2141,60 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFhirImport: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
+                 * @example DEMO-01-001-3
+                 */
+                import: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import with its items. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FhirImport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The study is not the key's study (`study_not_found`), or the key may see no import of that identifier (`fhir_import_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -31,6 +31,8 @@
  * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
  *   a confirmed import means "not taken"; the counts are recounted from the states. The import records
  *   `decided_at` and `decided_by`, and the decision is audited with the positions saved, kept and left out.
+ *   Each item saved or kept says so in its `outcome`, and a rejection keeps the person's reason, for the
+ *   read calls (`getFhirImport`), which derive every other item's outcome from its state.
  * - The first confirmed import that carries hospital identifiers links them to the patient
  *   (`fhir_identity`); every later file must carry one of them (`checkPatientIdentity`). Confirming an
  *   import whose identifiers share none with an identity linked meanwhile is refused with
@@ -42,7 +44,7 @@ import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
 import type {
-  AuditStore, FhirImportStore, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, UserRow,
+  AuditStore, FhirImportStore, ItemChange, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, UserRow,
 } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
@@ -140,15 +142,19 @@ export async function confirmImport(
   if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
 
   const items = found.items.map((item) => ({ ...item }));
-  const changes = records.flatMap((r) => r.positions.map((position) => ({ position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row })));
+  const changes: ItemChange[] = records.flatMap((r) => r.positions.map((position) => ({
+    position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row, outcome: 'confirmed' as const,
+  })));
   for (const change of changes) Object.assign(items[change.position], { state: change.state, row: change.row });
-  await stores.fhirImports.updateItems(found.id, changes);
+  const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
+  // A kept conflict stays `conflict` like one left out; its outcome tells the read calls which it was.
+  const keptChanges = kept.map((position): ItemChange => ({ position, state: 'conflict', row: items[position].row, outcome: 'kept_saved_value' }));
+  await stores.fhirImports.updateItems(found.id, [...changes, ...keptChanges]);
   const counts = countItems(items);
   await stores.fhirImports.decide(found.id, { status: 'confirmed', decidedBy: person.id, counts });
   const identityLinked = identity.length > 0 && (await stores.fhirImports.linkPatientIdentity(patient.id, identity));
 
   const saved = changes.map((c) => c.position).sort((a, b) => a - b);
-  const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
   const leftOut = found.items.flatMap((item, position) => ((item.state === 'new' || item.state === 'conflict' || item.tie) && !choices.has(position) ? [position] : []));
   const ties = Object.fromEntries([...picked].map(([position, candidate]) => [position, candidate.resource]));
   await stores.audit.append([
@@ -179,9 +185,9 @@ export async function confirmImport(
  */
 export async function rejectImport(stores: Stores, person: Person, input: ImportRef & { reason?: string }): Promise<DecisionResult> {
   const { study, patient, found } = await openDecision(stores, person, input);
-  await stores.fhirImports.decide(found.id, { status: 'rejected', decidedBy: person.id, counts: found.counts });
-  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
   const why = input.reason?.trim();
+  await stores.fhirImports.decide(found.id, { status: 'rejected', decidedBy: person.id, counts: found.counts, reason: why || null });
+  const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
   await stores.audit.append([auditEntry(actor, study.id, {
     action: 'fhir.import_rejected',
     patientId: patient.id,

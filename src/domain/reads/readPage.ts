@@ -4,7 +4,7 @@ import type { PageRequest, ReadFilters, ReadLogStore, ReadScope, ReadStore, Remo
 import { formHidden } from '../studies/designForKey.js';
 import { decodeToken, encodeToken, filtersDigest } from './pagingToken.js';
 
-export type ReadKind = 'patients' | 'records' | 'queries' | 'audit';
+export type ReadKind = 'patients' | 'records' | 'queries' | 'audit' | 'fhir_imports';
 
 /** The filters as a client sends them: codes and numbers, not ids. */
 export interface ReadRequest {

@@ -166,6 +166,8 @@ export const en: Catalog = {
   'import_outdated.detail': 'The saved values at items {positions} of FHIR import {number} changed after the import was made; leave those items out or reject the import. Nothing was saved.',
   'import_reason_required.detail': 'This study requires a reason for change to replace saved values ({fields}); write it under "Reason for change" and confirm again. Nothing was saved.',
   'import_items_refused.detail': 'The checks refused {count} of the chosen items of FHIR import {number}; leave them out or correct the saved form first. Nothing was saved.',
+  'fhir_import_not_found.title': 'FHIR import not found',
+  'fhir_import_not_found.detail': 'No FHIR import "{import}" is available to this API key.',
 
   // Per-record results of the records call, and the field issues inside them.
   'record.saved': 'Saved.',

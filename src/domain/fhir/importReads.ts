@@ -1,0 +1,73 @@
+/**
+ * The read calls on FHIR imports (issue 22.1): a sending system learns what became of its files, with
+ * the rules of the other read calls (read right, the key's sites, no unblinded-team form for a blinded
+ * maker, no patient who withdrew consent to data use, every read logged).
+ *
+ * Decisions, where the interface description is silent:
+ * - An import is named by the `import` identifier the FHIR call returned (`importId.ts`); one the key
+ *   may not see is refused like one that does not exist, so nobody learns of other sites' patients.
+ * - The list gives imports without items (an import holds up to hundreds of them); one import's read
+ *   gives them, each with its `outcome` after the decision (`itemOutcome`).
+ * - For a blinded maker's key, items on unblinded-team forms are left out and the counts are recounted
+ *   from what is shown, so a count cannot tell that a hidden value conflicts (the list's counts are
+ *   recounted in the database: src/db/fhirImportReads.ts).
+ */
+import type { KeyContext } from '../apiKeys/keyContext.js';
+import { DomainError } from '../errors.js';
+import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
+import type { FhirImportReadRow, FhirImportReadStore, ReadLogStore, ReadStore, StudyRow, StudyStore } from '../stores.js';
+import { formHidden } from '../studies/designForKey.js';
+import { countItems, type FhirImportItem } from './fhirImportItem.js';
+import { importRefOf } from './importId.js';
+
+type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore; fhirImportReads: FhirImportReadStore };
+
+export type ItemOutcome = NonNullable<FhirImportItem['outcome']>;
+
+/**
+ * What became of an item. A confirmation marks what it saved (`confirmed`) and the conflicts whose saved
+ * value it kept (`kept_saved_value`); everything else follows from the item's state and the import's status:
+ * an item that waited (`new`, `conflict`, a tie) is `pending` while the import is proposed, `rejected` with
+ * the import, and `not_taken` when a confirmation left it out.
+ */
+export function itemOutcome(status: FhirImportReadRow['status'], item: FhirImportItem): ItemOutcome {
+  if (item.outcome) return item.outcome;
+  if (item.state === 'saved' || item.state === 'same') return item.state;
+  if (item.state === 'skipped' && !item.tie) return 'skipped';
+  return status === 'proposed' ? 'pending' : status === 'rejected' ? 'rejected' : 'not_taken';
+}
+
+/** The study's form codes the key may not see: the unblinded team's, for a blinded maker. */
+function hiddenFormCodes(study: StudyRow, key: KeyContext): Set<string> {
+  return new Set(study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code));
+}
+
+/** The import as the key may see it: without items on hidden forms, counted from what is left. */
+function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: ReadonlySet<string>): FhirImportReadRow & { items: FhirImportItem[] } {
+  if (hidden.size === 0) return row;
+  const items = row.items.filter((item) => item.form === null || !hidden.has(item.form));
+  return { ...row, items, counts: countItems(items) };
+}
+
+/**
+ * One import with its items and their outcomes.
+ *
+ * @throws DomainError `fhir_import_not_found` when the key may see no import of that identifier
+ */
+export async function getFhirImport(stores: Stores, key: KeyContext, study: StudyRow, id: string): Promise<FhirImportReadRow & { items: FhirImportItem[] }> {
+  const ref = importRefOf(study.code, id);
+  const hidden = hiddenFormCodes(study, key);
+  const ids = await stores.studies.designIds(study);
+  const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hidden].map((code) => ids.forms.get(code)!) };
+  const found = ref && (await stores.fhirImportReads.find(scope, ref.subject, ref.number));
+  if (!found?.items) throw new DomainError('fhir_import_not_found', { import: id });
+  // A refused read is not a read, as in the other read calls: only an import shown is logged.
+  await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: 1 });
+  const seen = asSeen({ ...found, items: found.items }, hidden);
+  return { ...seen, items: seen.items.map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })) };
+}
+
+/** One page of the study's imports, without items, paged like every read call (`readPage`). */
+export function listFhirImports(stores: Stores, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<Page<FhirImportReadRow>> {
+  return readPage(stores, key, study, 'fhir_imports', request, (scope, filters, position) => stores.fhirImportReads.page(scope, filters, position));
+}
