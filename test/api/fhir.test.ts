@@ -159,15 +159,17 @@ describe('importFhirRecord', function () {
       const vs = await savedRecord(subject, 'screening', 'vs');
       expect(vs).to.include({ status: 'draft', source: 'fhir' });
       // The measurement date came with the values, so the rejecting edit check vsdate_with_values passed.
-      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
+      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
+      // Saved digit for digit as proposed, with the field's decimals (issue 24.5: 81.0, not 81).
+      for (const item of placed(values)) expect((await savedRecord(subject, item.visit, item.form))!.values[item.field], item.field).to.equal(item.value);
       expect((await savedRecord(subject, 'screening', 'lab_hem'))!.values).to.deep.equal({ hgb: '15.5', wbc: '5.98', plt: '284', hct: '35.5' });
-      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81' });
+      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81.0' });
       expect((await savedRecord(subject, 'screening', 'mh'))!.tables.conditions).to.deep.equal([
         { term: 'Chronic sinusitis (disorder)', code: '40055000', onset: '1994-09-02', ongoing: 'yes' },
         { term: 'Viral sinusitis (disorder)', code: '444814009', onset: '2011-10-04', ongoing: 'no' },
       ]);
       const trail = await app.db.knex('audit_events').where({ action: 'record.value_set', record_id: vs!.id }).orderBy('field_code');
-      expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81']]);
+      expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81.0']]);
       for (const row of trail) {
         expect(row).to.include({ actor_type: 'user', author: 'Manager DEMO', reason: 'Saved from a FHIR record sent through the API key "Test system"' });
       }
