@@ -3,6 +3,7 @@ import { entriesOfJson, parseNdjsonEntries } from '../domain/fhir/parseFhirBody.
 import { inTransaction } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
+import { itemsWithPlacement } from './presenters/fhirImportItems.js';
 import type { OperationHandler } from './types.js';
 
 /**
@@ -30,7 +31,7 @@ export const importFhirRecord: OperationHandler<'importFhirRecord'> = async (c, 
         mode: result.mode,
         counts: result.counts,
         review_url: `${services.config.baseUrl}/p/${encodeURIComponent(study.code)}/s/${encodeURIComponent(result.subject)}/fhir/${result.number}`,
-        items: result.items,
+        items: itemsWithPlacement(result.items, result.placements, study.design, ctx.state.lang),
       },
     };
   }));

@@ -131,6 +131,46 @@ describe('importFhirRecord', function () {
       expect(byField('baseline', 'hgb')).to.deep.include({ value: '15.9', unit: 'g/dL', form: 'lab_hem' });
     });
 
+    it('says why each item sits at its visit, so that a client tells an adverse-event candidate from an ordinary new row, in the answer’s language', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      const file = busterWith((bundle) => {
+        const patientRef = bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').fullUrl;
+        bundle.entry.push({
+          fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000c2',
+          resource: {
+            resourceType: 'Condition', id: '0f1e2d3c-0000-4000-8000-0000000000c2', subject: { reference: patientRef },
+            code: { coding: [{ system: 'http://snomed.info/sct', code: '25064002', display: 'Headache (finding)' }] },
+            onsetDateTime: '2017-01-10T09:00:00+00:00', // day 13 after enrolment
+          },
+        });
+      });
+      const res = await send(subject, file);
+      expect(res.status).to.equal(201);
+      const ae = res.body.items.filter((i: Item) => i.form === 'ae');
+      expect(ae.map((i: Item) => [i.field, i.state])).to.deep.include(['events.term', 'new']);
+      for (const item of ae) {
+        expect(item.placement).to.deep.equal({
+          code: 'adverse_event_candidate', day: 13,
+          text: 'began on day 13, after enrolment: not medical history but a possible adverse event, offered at Week 4 for review only, never saved automatically',
+        });
+      }
+      const mh = res.body.items.filter((i: Item) => i.form === 'mh');
+      expect(mh).to.have.length.above(0);
+      for (const item of mh) expect(item.placement).to.include({ code: 'first_visit_with_form' }).and.to.have.property('day').below(0);
+      const sbp = res.body.items.find((i: Item) => i.field === 'sbp' && i.state === 'new');
+      expect(sbp.placement).to.deep.equal({ code: 'in_visit_window', day: -14, text: 'measured on day -14: in the window of Screening' });
+      // An item without a visit has no placement, rather than an empty one.
+      for (const item of res.body.items.filter((i: Item) => i.visit === null)) expect(item).not.to.have.property('placement');
+
+      // The same content again returns the waiting import, with its placements, here in Russian.
+      const again = await send(subject, file, { lang: 'ru' });
+      expect(again.status).to.equal(200);
+      expect(again.body.items.find((i: Item) => i.field === 'events.term').placement).to.deep.equal({
+        code: 'adverse_event_candidate', day: 13,
+        text: 'началось в день 13, после включения: не анамнез, а возможное нежелательное явление, предложено в визите «Week 4» только для проверки и автоматически не сохраняется',
+      });
+    });
+
     it('numbers a patient’s imports 1, 2, … and answers in Russian with lang=ru', async () => {
       const subject = await enrol('male', 1988, '2016-12-28');
       expect((await send(subject, synthea(BUSTER))).body.number).to.equal(1);
