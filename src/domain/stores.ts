@@ -304,8 +304,11 @@ export interface FhirImportStore {
   findProposedByContent(patientId: number, mode: 'review' | 'save', contentHash: string): Promise<StoredFhirImport | undefined>;
   /** The patient's import of that number with its items, row-locked to the end of the transaction so that decisions on it apply one after the other. */
   findForDecision(patientId: number, number: number): Promise<StoredFhirImport | undefined>;
-  /** Sets the state and row of items, by position. */
-  updateItems(importId: number, changes: { position: number; state: ItemState; row: number | null }[]): Promise<void>;
+  /**
+   * Sets the state and row of items, by position; with `picked`, a tie's resolution: the picked candidate's
+   * resource and value, and no skip reason any more.
+   */
+  updateItems(importId: number, changes: { position: number; state: ItemState; row: number | null; picked?: { resource: string; value: string } }[]): Promise<void>;
   /** Records the site team's decision: the final status, when and by whom, and the counts after it. */
   decide(importId: number, decision: { status: 'confirmed' | 'rejected'; decidedBy: number; counts: FhirImportCounts }): Promise<void>;
   /** Links the hospital identity to the patient unless one is linked already; true when it was linked now. */

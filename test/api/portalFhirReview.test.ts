@@ -195,6 +195,11 @@ describe('staff portal: the FHIR review page', () => {
     const patient = await app.db.knex('patients').where({ subject }).first();
     const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
     expect(decision.details.ties_picked).to.deep.equal({ [tie]: 'Observation/0f1e2d3c-0000-4000-8000-000000000002' });
+    // The stored import says what the pick saved and from which observation, not value null and `not_chosen`.
+    const stored = (await app.db.knex('fhir_imports').where({ patient_id: patient.id, number: 1 }).first()).items;
+    expect(stored[tie]).to.deep.include({ state: 'saved', value: '10.0', reason: null, tie: true, picked: 'Observation/0f1e2d3c-0000-4000-8000-000000000002' });
+    expect(stored[tie].candidates.map((c: Item) => c.resource)).to.include(stored[tie].picked);
+    expect(stored.filter((i: Item) => i.picked !== undefined), 'only the picked tie').to.have.length(1);
     expect(itemRow(await staff.get(url), tie)).to.match(/ 10.0 saved$/);
 
     const other = await proposed(false, busterWithTie());

@@ -968,6 +968,8 @@ export interface components {
             candidates: components["schemas"]["FhirCandidate"][];
             /** @description Present and true when the mapping's rule could not choose between different values for the place (see `importFhirRecord`): the item is `skipped` with reason `not_chosen`, `value` is null and `candidates` lists the tied observations, for the site team to pick one on the review page. Absent otherwise. */
             tie?: boolean;
+            /** @description Present on a tie the site team resolved on the review page: the `resource` of the candidate it picked. The stored item is then `saved` with that candidate's `value` and reason null; `tie` stays true, telling that a person, not the mapping's rule, chose. Absent otherwise (never in the FHIR call's answer, which comes before any review). */
+            picked?: string;
             placement?: components["schemas"]["FhirPlacement"];
         };
         /** @description Why the item sits at its visit, as the review page says it. Present on an item with a visit and a date (`effective`), absent otherwise. An `adverse_event_candidate` is a row offered to the adverse-events table: `mode=save` never saves it, whatever its state, and only the site team takes it on the review page. */

@@ -26,7 +26,8 @@
  *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
  * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
- *   a confirmed import means "not taken"; the counts are recounted from the states. The import records
+ *   a confirmed import means "not taken". A picked tie is stored with the value it saved and `picked`, the
+ *   resource of its candidate, so the import says what was saved and from which observation; the counts are recounted from the states. The import records
  *   `decided_at` and `decided_by`, and the decision is audited with the positions saved, kept and left out.
  * - The first confirmed import that carries hospital identifiers links them to the patient
  *   (`fhir_identity`); every later file must carry one of them (`checkPatientIdentity`). Confirming an
@@ -133,8 +134,13 @@ export async function confirmImport(
   if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
 
   const items = found.items.map((item) => ({ ...item }));
-  const changes = records.flatMap((r) => r.positions.map((position) => ({ position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row })));
-  for (const change of changes) Object.assign(items[change.position], { state: change.state, row: change.row });
+  const changes = records.flatMap((r) => r.positions.map((position) => {
+    const candidate = picked.get(position);
+    return { position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row, ...(candidate ? { picked: { resource: candidate.resource, value: candidate.value } } : {}) };
+  }));
+  for (const { position, state, row, picked: pick } of changes) {
+    Object.assign(items[position], { state, row }, pick ? { value: pick.value, reason: null, picked: pick.resource } : {});
+  }
   await stores.fhirImports.updateItems(found.id, changes);
   const counts = countItems(items);
   await stores.fhirImports.decide(found.id, { status: 'confirmed', decidedBy: person.id, counts });
