@@ -229,6 +229,24 @@ describe('importFhirRecord', function () {
       ]);
     });
 
+    it('saves no measurement date on its own: a vital-signs form whose only value is a tie waits whole for the site', async () => {
+      const tied = await enrol('female', 1970, '2026-03-09');
+      const heartRate = (id: string, value: number) => JSON.stringify({
+        resourceType: 'Observation', id, status: 'final', subject: { reference: 'Patient/p-7f3a' },
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
+        effectiveDateTime: '2026-03-09T09:40:00+03:00', valueQuantity: { value, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+      });
+      const res = await send(tied, `${heartRate('hr-a', 76)}\n${heartRate('hr-b', 90)}\n`, { mode: 'save', contentType: 'application/fhir+ndjson' });
+      expect(res.status).to.equal(201);
+      expect(res.body).to.include({ status: 'proposed', needs_review: true });
+      expect(res.body.items.filter((i: Item) => i.form === 'vs').map((i: Item) => [i.field, i.value, i.state, i.tie ?? false])).to.deep.equal([
+        ['hr', null, 'skipped', true],
+        ['vsdate', '2026-03-09', 'new', false],
+      ]);
+      expect(res.body.counts.saved).to.equal(0);
+      expect(await savedRecord(tied, 'baseline', 'vs'), 'no vital-signs form holding only a date').to.equal(undefined);
+    });
+
     it('then gives `same` in review mode for everything it saved, and saves nothing more', async () => {
       const before = await footprint();
       const again = await send(subject, synthea(BUSTER));

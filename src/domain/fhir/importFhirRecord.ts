@@ -78,7 +78,14 @@ export async function importFhirRecord(
     const maker: Actor = { kind: 'user', userId: key.makerId, name: key.makerName, via: 'fhir_save', keyName: key.keyName };
     // Adverse-event candidates (conditions begun after enrolment) are for the site to judge, never saved here.
     const isCandidate = adverseEventCandidates(design);
-    const fresh = new Set(items.flatMap((item, position) => (item.state === 'new' && !isCandidate(item) ? [position] : [])));
+    // A measurement date is saved only with a value it dates: a form whose values all wait (a tie, a
+    // conflict) does not get its date on its own.
+    const dateFields = new Set(design.fhir_mapping.observations.flatMap((m) => (m.date_field ? [`${m.form}|${m.date_field}`] : [])));
+    const isDate = (item: FhirImportItem) => item.row === null && dateFields.has(`${item.form}|${item.field}`);
+    const placeOf = (item: FhirImportItem) => `${item.visit}|${item.instance}|${item.form}`;
+    const saving = (item: FhirImportItem) => item.state === 'new' && !isCandidate(item);
+    const dated = new Set(items.filter((item) => saving(item) && !isDate(item)).map(placeOf));
+    const fresh = new Set(items.flatMap((item, position) => (saving(item) && (!isDate(item) || dated.has(placeOf(item))) ? [position] : [])));
     const records = itemRecords(patient.subject, items, fresh, current);
     const outcomes = await submitRecords(stores, maker, { siteIds: key.siteIds, unblinded: key.makerUnblinded }, study, records.map((r) => r.input), {
       validateOnly: false, source: 'fhir', fillOnly: true,
