@@ -37,16 +37,18 @@ export function fhirImportStore(db: Knex): FhirImportStore {
       return row && rowToImport(row);
     },
     async updateItems(importId, changes) {
-      // One statement however many items change: each changed item gets its new state, row and outcome, in its place.
+      // One statement however many items change: each changed item gets its new state, row and outcome, in its
+      // place, and a picked tie the value and resource of its candidate.
+      const rows = changes.map(({ picked, ...change }) => ({ ...change, value: picked?.value ?? null, picked: picked?.resource ?? null }));
       await db.raw(
         `update ${TABLE} f set items = (
-           select json_agg(case when c.position is null then e.item
-               else (e.item::jsonb || jsonb_build_object('state', c.state, 'row', c.row, 'outcome', c.outcome))::json end
+           select json_agg(case when c.position is null then e.item else (e.item::jsonb || jsonb_build_object('state', c.state, 'row', c.row, 'outcome', c.outcome)
+               || case when c.picked is null then '{}'::jsonb else jsonb_build_object('value', c.value, 'reason', null, 'picked', c.picked) end)::json end
              order by e.ord)
            from json_array_elements(f.items) with ordinality as e(item, ord)
-           left join json_to_recordset(?::json) as c(position integer, state text, row integer, outcome text) on c.position = e.ord - 1
+           left join json_to_recordset(?::json) as c(position integer, state text, row integer, outcome text, value text, picked text) on c.position = e.ord - 1
          ) where f.id = ?`,
-        [JSON.stringify(changes), importId],
+        [JSON.stringify(rows), importId],
       );
     },
     async decide(importId, decision) {

@@ -332,6 +332,8 @@ export interface ItemChange {
   state: ItemState;
   row: number | null;
   outcome: 'confirmed' | 'kept_saved_value';
+  /** A picked tie: the chosen candidate's resource and value. */
+  picked?: { resource: string; value: string };
 }
 
 export interface FhirImportStore {
@@ -346,7 +348,10 @@ export interface FhirImportStore {
   findProposedByContent(patientId: number, mode: 'review' | 'save', contentHash: string): Promise<StoredFhirImport | undefined>;
   /** The patient's import of that number with its items, row-locked to the end of the transaction so that decisions on it apply one after the other. */
   findForDecision(patientId: number, number: number): Promise<StoredFhirImport | undefined>;
-  /** Sets the state and row of items, by position. */
+  /**
+   * Sets the state, row and outcome of items, by position; with `picked`, a tie's resolution: the picked
+   * candidate's resource and value, and no skip reason any more.
+   */
   updateItems(importId: number, changes: ItemChange[]): Promise<void>;
   /** Records the site team's decision: the final status, when and by whom, the counts after it, and a rejection's reason. */
   decide(importId: number, decision: { status: 'confirmed' | 'rejected'; decidedBy: number; counts: FhirImportCounts; reason?: string | null }): Promise<void>;

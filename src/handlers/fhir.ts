@@ -5,6 +5,7 @@ import { entriesOfJson, parseNdjsonEntries } from '../domain/fhir/parseFhirBody.
 import { inTransaction } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
+import { itemsWithPlacement } from './presenters/fhirImportItems.js';
 import { reviewUrlOf, toFhirImportDto, toFhirImportPageDto } from './presenters/fhirImports.js';
 import { readRequestOf, readStores } from './readRequest.js';
 import type { KoaContext, OperationHandler } from './types.js';
@@ -38,7 +39,7 @@ async function importFhir(c: FhirImportCall, ctx: KoaContext) {
         mode: result.mode,
         counts: result.counts,
         review_url: reviewUrlOf(services.config.baseUrl, study.code, result.subject, result.number),
-        items: result.items,
+        items: itemsWithPlacement(result.items, result.placements, study.design, ctx.state.lang),
       },
     };
   }));

@@ -132,6 +132,46 @@ describe('importFhirRecord', function () {
       expect(byField('baseline', 'hgb')).to.deep.include({ value: '15.9', unit: 'g/dL', form: 'lab_hem' });
     });
 
+    it('says why each item sits at its visit, so that a client tells an adverse-event candidate from an ordinary new row, in the answer’s language', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      const file = busterWith((bundle) => {
+        const patientRef = bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').fullUrl;
+        bundle.entry.push({
+          fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000c2',
+          resource: {
+            resourceType: 'Condition', id: '0f1e2d3c-0000-4000-8000-0000000000c2', subject: { reference: patientRef },
+            code: { coding: [{ system: 'http://snomed.info/sct', code: '25064002', display: 'Headache (finding)' }] },
+            onsetDateTime: '2017-01-10T09:00:00+00:00', // day 13 after enrolment
+          },
+        });
+      });
+      const res = await send(subject, file);
+      expect(res.status).to.equal(201);
+      const ae = res.body.items.filter((i: Item) => i.form === 'ae');
+      expect(ae.map((i: Item) => [i.field, i.state])).to.deep.include(['events.term', 'new']);
+      for (const item of ae) {
+        expect(item.placement).to.deep.equal({
+          code: 'adverse_event_candidate', day: 13,
+          text: 'began on day 13, after enrolment: not medical history but a possible adverse event, offered at Week 4 for review only, never saved automatically',
+        });
+      }
+      const mh = res.body.items.filter((i: Item) => i.form === 'mh');
+      expect(mh).to.have.length.above(0);
+      for (const item of mh) expect(item.placement).to.include({ code: 'first_visit_with_form' }).and.to.have.property('day').below(0);
+      const sbp = res.body.items.find((i: Item) => i.field === 'sbp' && i.state === 'new');
+      expect(sbp.placement).to.deep.equal({ code: 'in_visit_window', day: -14, text: 'measured on day -14: in the window of Screening' });
+      // An item without a visit has no placement, rather than an empty one.
+      for (const item of res.body.items.filter((i: Item) => i.visit === null)) expect(item).not.to.have.property('placement');
+
+      // The same content again returns the waiting import, with its placements, here in Russian.
+      const again = await send(subject, file, { lang: 'ru' });
+      expect(again.status).to.equal(200);
+      expect(again.body.items.find((i: Item) => i.field === 'events.term').placement).to.deep.equal({
+        code: 'adverse_event_candidate', day: 13,
+        text: 'началось в день 13, после включения: не анамнез, а возможное нежелательное явление, предложено в визите «Week 4» только для проверки и автоматически не сохраняется',
+      });
+    });
+
     it('numbers a patient’s imports 1, 2, … and answers in Russian with lang=ru', async () => {
       const subject = await enrol('male', 1988, '2016-12-28');
       expect((await send(subject, synthea(BUSTER))).body.number).to.equal(1);
@@ -160,15 +200,17 @@ describe('importFhirRecord', function () {
       const vs = await savedRecord(subject, 'screening', 'vs');
       expect(vs).to.include({ status: 'draft', source: 'fhir' });
       // The measurement date came with the values, so the rejecting edit check vsdate_with_values passed.
-      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
+      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
+      // Saved digit for digit as proposed, with the field's decimals (issue 24.5: 81.0, not 81).
+      for (const item of placed(values)) expect((await savedRecord(subject, item.visit, item.form))!.values[item.field], item.field).to.equal(item.value);
       expect((await savedRecord(subject, 'screening', 'lab_hem'))!.values).to.deep.equal({ hgb: '15.5', wbc: '5.98', plt: '284', hct: '35.5' });
-      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81' });
+      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81.0' });
       expect((await savedRecord(subject, 'screening', 'mh'))!.tables.conditions).to.deep.equal([
         { term: 'Chronic sinusitis (disorder)', code: '40055000', onset: '1994-09-02', ongoing: 'yes' },
         { term: 'Viral sinusitis (disorder)', code: '444814009', onset: '2011-10-04', ongoing: 'no' },
       ]);
       const trail = await app.db.knex('audit_events').where({ action: 'record.value_set', record_id: vs!.id }).orderBy('field_code');
-      expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81']]);
+      expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81.0']]);
       for (const row of trail) {
         expect(row).to.include({ actor_type: 'user', author: 'Manager DEMO', reason: 'Saved from a FHIR record sent through the API key "Test system"' });
       }
@@ -186,6 +228,24 @@ describe('importFhirRecord', function () {
         { name: 'Hydrochlorothiazide 25 MG', code: '316049', start: '2012-04-01', ongoing: 'yes' },
         { name: 'Ibuprofen 200 MG Oral Tablet', code: '310965', start: '2013-01-26', stop: 'UNK', ongoing: 'no' },
       ]);
+    });
+
+    it('saves no measurement date on its own: a vital-signs form whose only value is a tie waits whole for the site', async () => {
+      const tied = await enrol('female', 1970, '2026-03-09');
+      const heartRate = (id: string, value: number) => JSON.stringify({
+        resourceType: 'Observation', id, status: 'final', subject: { reference: 'Patient/p-7f3a' },
+        code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
+        effectiveDateTime: '2026-03-09T09:40:00+03:00', valueQuantity: { value, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+      });
+      const res = await send(tied, `${heartRate('hr-a', 76)}\n${heartRate('hr-b', 90)}\n`, { mode: 'save', contentType: 'application/fhir+ndjson' });
+      expect(res.status).to.equal(201);
+      expect(res.body).to.include({ status: 'proposed', needs_review: true });
+      expect(res.body.items.filter((i: Item) => i.form === 'vs').map((i: Item) => [i.field, i.value, i.state, i.tie ?? false])).to.deep.equal([
+        ['hr', null, 'skipped', true],
+        ['vsdate', '2026-03-09', 'new', false],
+      ]);
+      expect(res.body.counts.saved).to.equal(0);
+      expect(await savedRecord(tied, 'baseline', 'vs'), 'no vital-signs form holding only a date').to.equal(undefined);
     });
 
     it('then gives `same` in review mode for everything it saved, and saves nothing more', async () => {

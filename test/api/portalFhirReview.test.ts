@@ -106,7 +106,7 @@ describe('staff portal: the FHIR review page', () => {
 
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
     const vs = read.body.records.find((r: Item) => r.visit === 'screening' && r.form === 'vs');
-    expect(vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81' });
+    expect(vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81.0' });
     // Filled partly through the API, partly from FHIR: the record keeps its first source, and the audit
     // trail below tells the FHIR values by their reason (issue 24.5).
     expect(vs.source).to.equal('api');
@@ -121,7 +121,7 @@ describe('staff portal: the FHIR review page', () => {
     expect(trail).to.deep.equal([
       { action: 'record.value_set', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'height', old_value: null, new_value: '185.8' },
       { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'sbp', old_value: '140', new_value: '136' },
-      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'weight', old_value: null, new_value: '81' },
+      { action: 'record.value_changed', reason: 'Taken from FHIR import 1, confirmed in the portal', field_code: 'weight', old_value: null, new_value: '81.0' },
     ]);
     const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
     expect(decision.author).to.equal('Nina Nurse');
@@ -135,7 +135,7 @@ describe('staff portal: the FHIR review page', () => {
     expect(itemRow(page, weight)).to.match(/ saved$/);
     // Issue 19.9: the saved value column shows what the place holds after the confirmation, not before.
     expect(itemRow(page, sbp)).to.match(/ 136 saved$/);
-    expect(itemRow(page, weight)).to.match(/ 81 saved$/);
+    expect(itemRow(page, weight)).to.match(/ 81.0 saved$/);
     expect(itemRow(page, at(items, 'screening', 'lab_hem', 'hgb'))).to.match(/ new$/);
 
     const again = await staff.post(url, { decision: 'confirm_all' });
@@ -152,7 +152,7 @@ describe('staff portal: the FHIR review page', () => {
     expect((await staff.post(url, { decision: 'confirm_all' })).status).to.equal(303);
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
     const values = (form: string) => read.body.records.find((r: Item) => r.visit === 'screening' && r.form === form)?.values;
-    expect(values('vs')).to.include({ sbp: '140', dbp: '80', weight: '81' });
+    expect(values('vs')).to.include({ sbp: '140', dbp: '80', weight: '81.0' });
     expect(values('lab_hem')).to.include({ hgb: items[at(items, 'screening', 'lab_hem', 'hgb')].value });
   });
 
@@ -190,12 +190,17 @@ describe('staff portal: the FHIR review page', () => {
     expect(page.html).to.include(`name="tie_${tie}" value="1"`);
     expect((await staff.post(url, { decision: 'confirm_chosen', [`tie_${tie}`]: '1' })).status).to.equal(303);
     const read = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
-    // The records call keeps numbers in its canonical form (no trailing zeros).
-    expect(read.body.records.find((r: Item) => r.form === 'lab_chem').values).to.deep.equal({ glucose: '10' });
+    // Saved with the field's decimals, as the candidate was proposed.
+    expect(read.body.records.find((r: Item) => r.form === 'lab_chem').values).to.deep.equal({ glucose: '10.0' });
     const patient = await app.db.knex('patients').where({ subject }).first();
     const decision = await app.db.knex('audit_events').where({ patient_id: patient.id, action: 'fhir.import_confirmed' }).first();
     expect(decision.details.ties_picked).to.deep.equal({ [tie]: 'Observation/0f1e2d3c-0000-4000-8000-000000000002' });
-    expect(itemRow(await staff.get(url), tie)).to.match(/ 10 saved$/);
+    // The stored import says what the pick saved and from which observation, not value null and `not_chosen`.
+    const stored = (await app.db.knex('fhir_imports').where({ patient_id: patient.id, number: 1 }).first()).items;
+    expect(stored[tie]).to.deep.include({ state: 'saved', value: '10.0', reason: null, tie: true, picked: 'Observation/0f1e2d3c-0000-4000-8000-000000000002' });
+    expect(stored[tie].candidates.map((c: Item) => c.resource)).to.include(stored[tie].picked);
+    expect(stored.filter((i: Item) => i.picked !== undefined), 'only the picked tie').to.have.length(1);
+    expect(itemRow(await staff.get(url), tie)).to.match(/ 10.0 saved$/);
 
     const other = await proposed(false, busterWithTie());
     expect((await staff.post(other.url, { decision: 'confirm_all' })).status).to.equal(303);
@@ -229,7 +234,7 @@ describe('staff portal: the FHIR review page', () => {
     const term = items.findIndex((i) => i.form === 'ae' && i.field === 'events.term');
     expect(items[term]).to.include({ visit: 'week4', value: 'Headache (finding)', state: 'new', row: 0 });
     expect(items.some((i) => i.form === 'mh' && i.value === 'Headache (finding)'), 'not medical history').to.equal(false);
-    expect(itemRow(await staff.get(url), term)).to.include('started on day 13: placed in Week 4, the next visit with this form');
+    expect(itemRow(await staff.get(url), term)).to.include('began on day 13, after enrolment: not medical history but a possible adverse event, offered at Week 4 for review only, never saved automatically');
 
     const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
     await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2016-12-01');

@@ -148,7 +148,7 @@ describe('submitFormRecords', () => {
       }], { code: types.code, key: types.key });
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
       expect(await recordAt(subject, 'screening', 'misc')).to.deep.include({
-        values: { n_int: '7', n_dec: '2.5', d_date: '2026-02-28', t_time: '08:05', c_one: 'b', c_many: '1,3', yn: 'yes', note: ' as typed ' },
+        values: { n_int: '7', n_dec: '2.50', d_date: '2026-02-28', t_time: '08:05', c_one: 'b', c_many: '1,3', yn: 'yes', note: ' as typed ' },
         tables: { doses: [{ amount: '12.5', at: '08:00' }, { amount: '5' }] },
       });
     });
@@ -350,7 +350,7 @@ describe('submitFormRecords', () => {
       const auditBefore = (await auditOf(id)).length;
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '125', dbp: '80', temp: '', rr: '16' } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
-      expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ values: { vsdate: '2026-01-10', sbp: '125', dbp: '80', hr: '70', weight: '80', rr: '16' }, not_done: {} });
+      expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ values: { vsdate: '2026-01-10', sbp: '125', dbp: '80', hr: '70', weight: '80.0', rr: '16' }, not_done: {} });
       const changed = (await auditOf(id)).slice(auditBefore);
       expect(changed.map((a: Row) => [a.action, a.field_code, a.old_value, a.new_value, a.author])).to.deep.equal([
         ['record.value_changed', 'rr', '[ND]', '16', 'Test system (API)'],
@@ -382,6 +382,23 @@ describe('submitFormRecords', () => {
         index: 0, status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', record_id: first.body.results[0].record_id, queries_opened: 0, errors: [],
       });
       expect(await totals()).to.deep.equal(before);
+    });
+
+    it('keeps a decimal\'s digits as given: 4.70 reads back 4.70, the same digits are unchanged, 4.7 is an audited change', async () => {
+      const subject = await newPatient('01', { code: types.code, key: types.key, consent: false });
+      const options = { code: types.code, key: types.key };
+      const first = await submit([{ subject, visit: 'screening', form: 'misc', values: { n_dec: '004.70' } }], options);
+      const id = first.body.results[0].record_id;
+      const read = async () => (await app.call('GET', `/api/v1/studies/${types.code}/records?subject=${subject}`, { key: types.key })).body.records[0].values;
+      expect(await read()).to.deep.equal({ n_dec: '4.70' });
+      const same = await submit([{ subject, visit: 'screening', form: 'misc', update: true, values: { n_dec: ' 4.70' } }], options);
+      expect(same.body.results[0]).to.deep.include({ status: 'ok', code: 'unchanged' });
+      // Fewer digits say the value was measured less precisely: a correction, audited like any other.
+      const coarser = await submit([{ subject, visit: 'screening', form: 'misc', update: true, values: { n_dec: '4.7' } }], options);
+      expect(coarser.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
+      expect(await read()).to.deep.equal({ n_dec: '4.7' });
+      expect((await auditOf(id)).filter((a: Row) => a.action === 'record.value_changed').map((a: Row) => [a.field_code, a.old_value, a.new_value]))
+        .to.deep.equal([['n_dec', '4.70', '4.7']]);
     });
 
     it('closes the automatic queries whose cause an update corrects, and keeps the others open', async () => {

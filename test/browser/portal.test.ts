@@ -139,8 +139,8 @@ describe('staff portal in a browser', () => {
     const records = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&visit=screening`, { key: world.key });
     expect(records.status).to.equal(200);
     const byForm = Object.fromEntries(records.body.records.map((r: Item) => [r.form, r]));
-    expect(byForm.vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81' });
-    expect(byForm.dm).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81' } });
+    expect(byForm.vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81.0' });
+    expect(byForm.dm).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81.0' } });
     expect(byForm.lab_hem, 'values not chosen are not saved').to.equal(undefined);
     const trail = await app.db.knex('audit_events as a').join('patients as p', 'p.id', 'a.patient_id')
       .where({ 'p.subject': subject, 'a.field_code': 'sbp', 'a.action': 'record.value_changed' }).first('a.author', 'a.old_value', 'a.new_value');

@@ -133,9 +133,9 @@ describe('confirmImport and rejectImport', function () {
     expect(result).to.deep.include({ number: 1, status: 'confirmed', saved: chosen, kept: [at('lab_hem', 'hgb')], identityLinked: true });
 
     const saved = await records(p.id);
-    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
+    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
     expect(saved['screening|lab_hem'].values).to.deep.equal({ hgb: '15', wbc: '6', hct: '35.5' });
-    expect(saved['screening|dm']).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81' } });
+    expect(saved['screening|dm']).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81.0' } });
     // The second Condition, whole, as the table's first row.
     expect(saved['screening|mh'].tables).to.deep.equal({
       conditions: [Object.fromEntries(secondCondition.map((n) => [items[n].field!.split('.')[1], items[n].value]))],
@@ -145,7 +145,7 @@ describe('confirmImport and rejectImport', function () {
     const trail = await db.knex('audit_events').where({ patient_id: p.id, actor_type: 'user' }).orderBy('id');
     const changed = trail.filter((a) => a.action === 'record.value_changed');
     // Filling an empty field of a saved record is a change too, audited with no old value.
-    expect(changed.map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([['sbp', '130', '136'], ['weight', null, '81'], ['hct', null, '35.5']]);
+    expect(changed.map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([['sbp', '130', '136'], ['weight', null, '81.0'], ['hct', null, '35.5']]);
     expect(changed[0]).to.include({ actor_id: people.staff01.id, author: 'staff01', reason: 'Taken from FHIR import 1, confirmed in the portal' });
     const decision = trail.find((a) => a.action === 'fhir.import_confirmed')!;
     expect(decision).to.include({ author: 'staff01', reason: 'FHIR import 1 confirmed on the patient\'s card' });
@@ -225,7 +225,7 @@ describe('confirmImport and rejectImport', function () {
     expect(result.kept).to.deep.equal([position(proposed.items, 'screening', 'lab_hem', 'hgb')]);
     const saved = await records(p.id);
     expect(saved['screening|lab_hem'].values).to.deep.equal({ hgb: '14', wbc: '5.98', plt: '284', hct: '35.5' });
-    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81' });
+    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
     expect(saved['screening|mh'].tables.conditions).to.have.length(2);
     // No saved value was replaced: every change filled an empty field.
     expect(await db.knex('audit_events').where({ patient_id: p.id, action: 'record.value_changed' }).whereNotNull('old_value')).to.deep.equal([]);

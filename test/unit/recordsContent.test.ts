@@ -32,7 +32,7 @@ describe('records: mergeContent applies what is sent onto what is saved', () => 
       name: 'a new record takes the converted values, marks and rows',
       base: EMPTY_CONTENT,
       sent: { values: { vsdate: '2026-03-02', sbp: ' 0130', temp: '' }, not_done: { smoker: 'ND' }, tables: { meds: [{ name: 'Aspirin', dose: '75.50', start: '' }] } },
-      content: { values: { vsdate: '2026-03-02', sbp: '130' }, notDone: { smoker: 'ND' }, tables: { meds: [{ name: 'Aspirin', dose: '75.5' }] } },
+      content: { values: { vsdate: '2026-03-02', sbp: '130' }, notDone: { smoker: 'ND' }, tables: { meds: [{ name: 'Aspirin', dose: '75.50' }] } },
     },
     {
       name: 'an update replaces only the fields sent and keeps the others',

@@ -1220,6 +1220,21 @@ export interface components {
             outcome?: "pending" | "saved" | "confirmed" | "kept_saved_value" | "not_taken" | "rejected" | "same" | "skipped";
             /** @description Present and true when the mapping's rule could not choose between different values for the place (see `importFhirRecord`): the item is `skipped` with reason `not_chosen`, `value` is null and `candidates` lists the tied observations, for the site team to pick one on the review page. Absent otherwise. */
             tie?: boolean;
+            /** @description Present on a tie the site team resolved on the review page: the `resource` of the candidate it picked. The stored item is then `saved` with that candidate's `value` and reason null; `tie` stays true, telling that a person, not the mapping's rule, chose. Absent otherwise (never in the FHIR call's answer, which comes before any review). */
+            picked?: string;
+            placement?: components["schemas"]["FhirPlacement"];
+        };
+        /** @description Why the item sits at its visit, as the review page says it. Present on an item with a visit and a date (`effective`), absent otherwise. An `adverse_event_candidate` is a row offered to the adverse-events table: `mode=save` never saves it, whatever its state, and only the site team takes it on the review page. */
+        FhirPlacement: {
+            /**
+             * @description The placement rule, a machine code (new rules may add codes): `in_visit_window` (a measured value, in the window of its visit); `first_visit_with_form` (history: a condition present at enrolment, or something begun before it, recorded at the first visit having the form); `next_visit_with_form` (a medication started after enrolment, at the earliest visit having the form whose window ends on or after its start); `adverse_event_candidate` (a condition begun after the enrolment day: not medical history but a candidate adverse event, for review only).
+             * @example adverse_event_candidate
+             */
+            code: string;
+            /** @description The item's date counted in days from the enrolment date (day 0); negative before enrolment. */
+            day: number;
+            /** @description The same in words, in the language of the answer (English or Russian), naming the visit. */
+            text: string;
         };
         /** @description The value and unit as the resource gives them. */
         FhirOriginalValue: {

@@ -11,6 +11,7 @@ import { designForKey } from '../studies/designForKey.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
+import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
 import { mapToEcrf } from './mapToEcrf.js';
 import { checkPatientIdentity } from './patientIdentity.js';
 import { validateR4 } from './validateR4.js';
@@ -25,6 +26,8 @@ export interface FhirImportResult {
   mode: 'review' | 'save';
   counts: FhirImportCounts;
   items: FhirImportItem[];
+  /** Why each item sits at its visit, by position; null for an item without a visit or a date. */
+  placements: (ItemPlacement | null)[];
   /** True when the same content already waited for review as this import, which is returned instead of a new one. */
   repeated: boolean;
 }
@@ -65,7 +68,7 @@ export async function importFhirRecord(
   const contentHash = fhirContentHash(input.entries);
   const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
   if (waiting) {
-    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, repeated: true };
+    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, placements: itemPlacements(waiting.items, study.design, patient.enrolledOn), repeated: true };
   }
   const ids = await stores.studies.designIds(study);
   const design = designForKey(study, await stores.studies.sites(study), key);
@@ -74,9 +77,15 @@ export async function importFhirRecord(
   if (input.mode === 'save') {
     const maker: Actor = { kind: 'user', userId: key.makerId, name: key.makerName, via: 'fhir_save', keyName: key.keyName };
     // Adverse-event candidates (conditions begun after enrolment) are for the site to judge, never saved here.
-    const candidateTables = new Set(design.fhir_mapping.conditions.flatMap((m) => (m.onset_after_enrolment ? [`${m.onset_after_enrolment.form}|${m.onset_after_enrolment.field}`] : [])));
-    const isCandidate = (item: FhirImportItem) => item.row !== null && candidateTables.has(`${item.form}|${item.field!.split('.')[0]}`);
-    const fresh = new Set(items.flatMap((item, position) => (item.state === 'new' && !isCandidate(item) ? [position] : [])));
+    const isCandidate = adverseEventCandidates(design);
+    // A measurement date is saved only with a value it dates: a form whose values all wait (a tie, a
+    // conflict) does not get its date on its own.
+    const dateFields = new Set(design.fhir_mapping.observations.flatMap((m) => (m.date_field ? [`${m.form}|${m.date_field}`] : [])));
+    const isDate = (item: FhirImportItem) => item.row === null && dateFields.has(`${item.form}|${item.field}`);
+    const placeOf = (item: FhirImportItem) => `${item.visit}|${item.instance}|${item.form}`;
+    const saving = (item: FhirImportItem) => item.state === 'new' && !isCandidate(item);
+    const dated = new Set(items.filter((item) => saving(item) && !isDate(item)).map(placeOf));
+    const fresh = new Set(items.flatMap((item, position) => (saving(item) && (!isDate(item) || dated.has(placeOf(item))) ? [position] : [])));
     const records = itemRecords(patient.subject, items, fresh, current);
     const outcomes = await submitRecords(stores, maker, { siteIds: key.siteIds, unblinded: key.makerUnblinded }, study, records.map((r) => r.input), {
       validateOnly: false, source: 'fhir', fillOnly: true,
@@ -102,5 +111,5 @@ export async function importFhirRecord(
   );
   const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
   await stores.audit.append([auditEntry(actor, study.id, { action: `fhir.import_${status}`, patientId: patient.id, details: { import_id: id, number, mode: input.mode, counts } })]);
-  return { id, number, subject: patient.subject, status, mode: input.mode, counts, items, repeated: false };
+  return { id, number, subject: patient.subject, status, mode: input.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: false };
 }

@@ -29,7 +29,8 @@
  *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
  * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
- *   a confirmed import means "not taken"; the counts are recounted from the states. The import records
+ *   a confirmed import means "not taken". A picked tie is stored with the value it saved and `picked`, the
+ *   resource of its candidate, so the import says what was saved and from which observation; the counts are recounted from the states. The import records
  *   `decided_at` and `decided_by`, and the decision is audited with the positions saved, kept and left out.
  *   Each item saved or kept says so in its `outcome`, and a rejection keeps the person's reason, for the
  *   read calls (`getFhirImport`), which derive every other item's outcome from its state.
@@ -142,10 +143,16 @@ export async function confirmImport(
   if (refused.length > 0) throw new DomainError('import_items_refused', { subject: patient.subject, number: found.number, count: refused.length }, refused);
 
   const items = found.items.map((item) => ({ ...item }));
-  const changes: ItemChange[] = records.flatMap((r) => r.positions.map((position) => ({
-    position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row, outcome: 'confirmed' as const,
-  })));
-  for (const change of changes) Object.assign(items[change.position], { state: change.state, row: change.row });
+  const changes: ItemChange[] = records.flatMap((r) => r.positions.map((position) => {
+    const candidate = picked.get(position);
+    return {
+      position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row, outcome: 'confirmed' as const,
+      ...(candidate ? { picked: { resource: candidate.resource, value: candidate.value } } : {}),
+    };
+  }));
+  for (const { position, state, row, picked: pick } of changes) {
+    Object.assign(items[position], { state, row }, pick ? { value: pick.value, reason: null, picked: pick.resource } : {});
+  }
   const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
   // A kept conflict stays `conflict` like one left out; its outcome tells the read calls which it was.
   const keptChanges = kept.map((position): ItemChange => ({ position, state: 'conflict', row: items[position].row, outcome: 'kept_saved_value' }));

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.js';
-import { dayNumber, localDate } from '../fhir/fhirDates.js';
 import type { FhirImportItem } from '../fhir/fhirImportItem.js';
+import { itemPlacements, type ItemPlacement } from '../fhir/itemPlacement.js';
 import { currentRecords, savedAt } from '../fhir/itemRecords.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
 import type { FhirImportStore, PatientStore, RecordStore, StudyStore } from '../stores.js';
@@ -8,7 +8,7 @@ import { formHidden } from '../studies/designForKey.js';
 import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
 
 /** One item of an import as the review page shows it, with the names of its place. */
-export interface ReviewItem extends FhirImportItem {
+export interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
   /** The item's index in the import: the key of a choice when confirming. */
   position: number;
   fieldLabel: string | null;
@@ -21,8 +21,8 @@ export interface ReviewItem extends FhirImportItem {
    * first `new` cell, since a row is taken or left as one.
    */
   rowLead: boolean;
-  /** Why the value is at this visit, as a portal message key and its parameters; null without a date. */
-  placement: { key: 'review.placedWindow' | 'review.placedNext' | 'review.placedHistory'; day: number } | null;
+  /** Why the value is at this visit (the FHIR call's `placement`); null without a visit or a date. */
+  placement: ItemPlacement | null;
 }
 
 export interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
@@ -70,16 +70,7 @@ export async function importReview(
     return col ? `${field.label} — ${col.label}` : field.label;
   };
 
-  const enrolmentDay = dayNumber(patient.enrolledOn);
-  /** The placement rule that put the item at its visit (spec, `importFhirRecord`; design schema, mappings). */
-  const placementOf = (item: FhirImportItem): ReviewItem['placement'] => {
-    const date = localDate(item.effective);
-    const day = date === null || enrolmentDay === null ? null : dayNumber(date)! - enrolmentDay;
-    if (day === null || !item.visit) return null;
-    if (item.row === null) return { key: 'review.placedWindow', day };
-    return { key: day < 0 ? 'review.placedHistory' : 'review.placedNext', day };
-  };
-
+  const placements = itemPlacements(found.items, design, patient.enrolledOn);
   const groups = new Map<string, ReviewGroup>();
   const unplaced: ReviewItem[] = [];
   const ledRows = new Set<string>();
@@ -94,7 +85,7 @@ export async function importReview(
     if (rowLead && item.row !== null) ledRows.add(rowKey);
     const view: ReviewItem = {
       ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && item.row === null && now !== item.saved_value,
-      rowLead, placement: placementOf(item),
+      rowLead, placement: placements[position],
     };
     const visit = item.visit ? visits.get(item.visit) : undefined;
     if (!visit || !form) { unplaced.push(view); return; }

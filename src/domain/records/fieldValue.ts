@@ -40,10 +40,11 @@ export function parseFieldValue(field: ColumnDef, raw: string): ParsedValue {
       if (!match) return { ok: false, code: 'invalid_format', params: { expected: 'decimal' } };
       const places = match[3]?.length ?? 0;
       if (field.decimals !== undefined && places > field.decimals) return { ok: false, code: 'too_many_decimals', params: { decimals: field.decimals } };
-      // Normalised as text, not through a double: 17 significant digits must not come back rounded.
+      // Normalised as text, not through a double: 17 significant digits must not come back rounded. The
+      // fraction keeps its trailing zeros, because they are the precision measured (4.70 is not 4.7);
+      // only the whole part's leading zeros say nothing, and a zero has no sign.
       const whole = match[1].replace(/^0+(?=\d)/, '');
-      const fraction = (match[3] ?? '').replace(/0+$/, '');
-      const digits = fraction ? `${whole}.${fraction}` : whole;
+      const digits = match[2] ? `${whole}${match[2]}` : whole;
       const canonical = /^[0.]+$/.test(digits) || !value.startsWith('-') ? digits : `-${digits}`;
       return { ok: true, canonical, typed: Number(canonical) };
     }

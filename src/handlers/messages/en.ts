@@ -203,4 +203,9 @@ export const en: Catalog = {
   'field.outside_visit_window': 'Date {value} is outside the window of visit {visit}: {start} to {end}, counted from the enrolment date.',
   'field.unknown_form': 'The study has no form "{form}".',
   'field.unknown_visit': 'The study has no visit "{visit}".',
+  // Why an imported value sits at its visit: the FHIR call's item placement and the review page.
+  'fhirPlacement.in_visit_window': 'measured on day {day}: in the window of {visit}',
+  'fhirPlacement.first_visit_with_form': 'began by enrolment (day {day}): history, recorded at {visit}, the first visit with this form',
+  'fhirPlacement.next_visit_with_form': 'started on day {day}: placed in {visit}, the next visit with this form',
+  'fhirPlacement.adverse_event_candidate': 'began on day {day}, after enrolment: not medical history but a possible adverse event, offered at {visit} for review only, never saved automatically',
 };

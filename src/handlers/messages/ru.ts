@@ -201,4 +201,9 @@ export const ru: Catalog = {
   'field.outside_visit_window': 'Дата {value} вне окна визита {visit}: с {start} по {end}, считая от даты включения.',
   'field.unknown_form': 'В исследовании нет формы "{form}".',
   'field.unknown_visit': 'В исследовании нет визита "{visit}".',
+  // Why an imported value sits at its visit: the FHIR call's item placement and the review page.
+  'fhirPlacement.in_visit_window': 'измерено в день {day}: в окне визита «{visit}»',
+  'fhirPlacement.first_visit_with_form': 'начато к моменту включения (день {day}): анамнез, записано в визит «{visit}», первый визит с этой формой',
+  'fhirPlacement.next_visit_with_form': 'начато в день {day}: помещено в визит «{visit}», ближайший следующий визит с этой формой',
+  'fhirPlacement.adverse_event_candidate': 'началось в день {day}, после включения: не анамнез, а возможное нежелательное явление, предложено в визите «{visit}» только для проверки и автоматически не сохраняется',
 };
