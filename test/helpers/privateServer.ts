@@ -17,16 +17,20 @@ export interface PrivateServer {
 }
 
 /**
- * Makes a fresh cluster in `<dataDir>/pg` on a free port (never the suite's 54339 nor the service's 54329),
- * with one migrated database. The layout is src/db/embedded.ts's, so a service process can also join it as
- * its embedded server; trust on loopback, the only address it listens on, spares the test its password.
+ * Makes a fresh cluster in `<dataDir>/pg` on a free loopback port, with one migrated database. The layout is
+ * src/db/embedded.ts's, so a service process can also join it as its embedded server.
  */
 export async function startPrivateServer(dataDir: string, database: string): Promise<PrivateServer> {
   fs.rmSync(dataDir, { recursive: true, force: true });
   const port = await freePort();
+  const cluster = path.join(dataDir, 'pg');
+  // Its socket inside the cluster, as src/db/embedded.ts puts it, so a service process joining the folder finds it
+  // (postmaster.pid); trust on loopback and that private socket, the only ways in, spares the test a password.
   const server = new EmbeddedPostgres({
-    databaseDir: path.join(dataDir, 'pg'), port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
-    initdbFlags: ['--auth-host=trust'], postgresFlags: ['-c', 'listen_addresses=127.0.0.1'], onLog: () => undefined, onError: () => undefined,
+    databaseDir: cluster, port, user: 'postgres', password: 'postgres', persistent: true, createPostgresUser: true,
+    initdbFlags: ['--auth-host=trust', '--auth-local=trust'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${cluster}`],
+    onLog: () => undefined, onError: () => undefined,
   });
   await server.initialise();
   await server.start();
