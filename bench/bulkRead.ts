@@ -65,11 +65,17 @@ function sentFor(form: string, random: () => number, day: string): { values?: Re
   }
 }
 
+const ENROLLED_ON = '2026-01-12';
+/** Each visit's planned day for a patient enrolled on ENROLLED_ON, inside its window as a site would send it. */
+const VISIT_DAY: Record<string, string> = {
+  screening: '2025-12-29', baseline: '2026-01-12', week4: '2026-02-09', week12: '2026-04-06', unscheduled: '2026-02-02',
+};
+
 function* bulkRecords(study: BenchStudy, patients: BenchPatient[]): Generator<SeedRecord> {
   const random = randomSource(42);
   for (const patient of patients) {
     for (const [visit, form] of SCHEDULE) {
-      yield { patient, visit, form, instance: 1, content: storedContent(study.design, form, sentFor(form, random, '2026-02-02')) };
+      yield { patient, visit, form, instance: 1, content: storedContent(study.design, form, sentFor(form, random, VISIT_DAY[visit]!)) };
     }
   }
 }
@@ -88,7 +94,7 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
   const [key] = await makeKeys(knex, study, 1, 'Bench sponsor warehouse');
   ctx.log(`bulk read: seeding ${PATIENTS * SCHEDULE.length} records`);
   const seeded = await timed(async () => {
-    const patients = await seedPatients(knex, study, PATIENTS, { sex: 'male', birthYear: 1958, enrolledOn: '2026-01-12' });
+    const patients = await seedPatients(knex, study, PATIENTS, { sex: 'male', birthYear: 1958, enrolledOn: ENROLLED_ON });
     return seedRecords(knex, study, bulkRecords(study, patients));
   });
   await knex.raw('analyze records, patients, sites, visits, forms');

@@ -87,11 +87,17 @@ function between(random: () => number, min: number, max: number, decimals: numbe
   return (min + random() * (max - min)).toFixed(decimals);
 }
 
-/** Values of one record; `breach` puts one value out of its range, `check` breaks the form's edit check. */
-function recordValues(form: string, random: () => number, breach: boolean, check: boolean): Record<string, string> {
+const ENROLLED_ON = '2026-01-05';
+/** Each visit's planned day for a patient enrolled on ENROLLED_ON, so every record's date lies in its visit's window. */
+const VISIT_DAY: Record<string, string> = {
+  screening: '2025-12-22', baseline: '2026-01-05', week4: '2026-02-02', week12: '2026-03-30', unscheduled: '2026-03-02',
+};
+
+/** Values of one record taken on `day`; `breach` puts one value out of its range, `check` breaks the form's edit check. */
+function recordValues(form: string, day: string, random: () => number, breach: boolean, check: boolean): Record<string, string> {
   if (form === 'labs12') {
     const v: Record<string, string> = {
-      ldate: '2026-03-02', na: between(random, 135, 145, 0), k: between(random, 3.5, 5, 1), cl: between(random, 98, 106, 0),
+      ldate: day, na: between(random, 135, 145, 0), k: between(random, 3.5, 5, 1), cl: between(random, 98, 106, 0),
       hco3: between(random, 22, 29, 0), urea: between(random, 2.5, 7.5, 1), creat: between(random, 60, 110, 0),
       ca: between(random, 2.15, 2.55, 2), mg: between(random, 0.7, 1, 2), phos: between(random, 0.8, 1.5, 2),
       alb: between(random, 35, 50, 0), crp: between(random, 0, 10, 1),
@@ -101,7 +107,7 @@ function recordValues(form: string, random: () => number, breach: boolean, check
     return v;
   }
   const v: Record<string, string> = {
-    vdate: '2026-03-02', sbp: between(random, 110, 150, 0), dbp: between(random, 65, 90, 0), hr: between(random, 55, 95, 0),
+    vdate: day, sbp: between(random, 110, 150, 0), dbp: between(random, 65, 90, 0), hr: between(random, 55, 95, 0),
     rr: between(random, 12, 20, 0), temp: between(random, 36.1, 37.4, 1), spo2: between(random, 94, 99, 0),
     weight: between(random, 55, 110, 1), height: between(random, 150, 195, 1), waist: between(random, 70, 120, 1),
     pain: between(random, 0, 3, 0), glucose: between(random, 4, 8, 1),
@@ -116,7 +122,7 @@ export function recordsBody(patients: BenchPatient[], seed: number): string {
   const random = randomSource(seed);
   const records = patients.flatMap((p) => VISITS.flatMap((visit) => FORMS.map((form) => {
     const roll = random();
-    return { subject: p.subject, visit, form, values: recordValues(form, random, roll < 0.1, roll >= 0.1 && roll < 0.15) };
+    return { subject: p.subject, visit, form, values: recordValues(form, VISIT_DAY[visit]!, random, roll < 0.1, roll >= 0.1 && roll < 0.15) };
   })));
   return JSON.stringify({ records });
 }
@@ -184,7 +190,7 @@ export async function recordsCall(ctx: BenchContext): Promise<ScenarioResult[]> 
   const [key] = await makeKeys(knex, study, 1, 'Bench LIMS');
   const reps = ctx.repetitions;
   // One set of patients per call: the warm-up, each measured call, and each floor run.
-  const patients = await seedPatients(knex, study, PATIENTS_PER_CALL * (2 * reps + 1), { sex: 'female', birthYear: 1960, enrolledOn: '2026-01-05' });
+  const patients = await seedPatients(knex, study, PATIENTS_PER_CALL * (2 * reps + 1), { sex: 'female', birthYear: 1960, enrolledOn: ENROLLED_ON });
   const set = (i: number) => patients.slice(i * PATIENTS_PER_CALL, (i + 1) * PATIENTS_PER_CALL);
   const service = await ctx.service('records');
   const url = `${service.url}/api/v1/studies/${study.code}/records`;

@@ -13,7 +13,9 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 
 const RATE_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
 const ENROLLED_ON = '2026-01-06';
+/** Dated inside week 4's window (days 21..35 from ENROLLED_ON; screening is days −28..−14, week 12 days 77..91). */
 const VITALS = { vsdate: '2026-02-03', sbp: '120', dbp: '80', hr: '70' };
+const WEEK12_VITALS = { ...VITALS, vsdate: '2026-03-31' };
 /** A write that always succeeds for a key that may write at site 01: the saved values again, with `update`. */
 const ONE_RECORD = { records: [{ subject: '01-001', visit: 'week4', form: 'vs', values: VITALS, update: true }] };
 /** A FHIR R4 record of patient 01-001 (female, born 1960) that maps to nothing: a review import of it is always accepted. */
@@ -99,7 +101,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       expect(saved.body.results[0].status).to.equal(site === '01' ? 'ok' : 'warn');
     }
     const screening = await call('POST', '/api/v1/studies/DEMO/records', {
-      key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { ...VITALS, vsdate: '2026-01-05', sbp: '240' } }] },
+      key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { ...VITALS, vsdate: '2025-12-20', sbp: '240' } }] },
     });
     expect(screening.body.results[0].status).to.equal('warn');
     // Patient 01-001's first FHIR import, which getFhirImport reads in the matrix.
@@ -216,9 +218,9 @@ describe('API keys: authentication, rights, sites and states', () => {
       const res = await call('POST', '/api/v1/studies/DEMO/records', {
         key: keys.otherSite.key,
         body: { records: [
-          { subject: '01-001', visit: 'week12', form: 'vs', values: VITALS },
-          { subject: '01-999', visit: 'week12', form: 'vs', values: VITALS },
-          { subject: '02-001', visit: 'week12', form: 'vs', values: VITALS },
+          { subject: '01-001', visit: 'week12', form: 'vs', values: WEEK12_VITALS },
+          { subject: '01-999', visit: 'week12', form: 'vs', values: WEEK12_VITALS },
+          { subject: '02-001', visit: 'week12', form: 'vs', values: WEEK12_VITALS },
         ] },
       });
       expect(res.status).to.equal(200);

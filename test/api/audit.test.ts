@@ -90,12 +90,12 @@ describe('listAuditTrail', () => {
     expect(await enrol('01', 'female', 1955, '2026-01-06')).to.equal('01-003');
 
     await send([
-      { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-10', sbp: '120', dbp: '80', hr: '70' }, not_done: { rr: 'ND' } },
+      { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2025-12-15', sbp: '120', dbp: '80', hr: '70' }, not_done: { rr: 'ND' } },
       { subject: '01-001', visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0001', arm: 'A' } },
       { subject: '01-001', visit: 'screening', form: 'mh', tables: { conditions: [{ term: AWKWARD, ongoing: 'yes' }] } },
       // Out of range: a query opens, and closes when the value is corrected below.
-      { subject: '02-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-11', sbp: '230', dbp: '85', hr: '72' } },
-      { subject: '01-003', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-12', sbp: '131', dbp: '81', hr: '71' } },
+      { subject: '02-001', visit: 'screening', form: 'vs', values: { vsdate: '2025-12-16', sbp: '230', dbp: '85', hr: '72' } },
+      { subject: '01-003', visit: 'screening', form: 'vs', values: { vsdate: '2025-12-17', sbp: '131', dbp: '81', hr: '71' } },
     ]);
     await send([
       { subject: '01-001', visit: 'screening', form: 'vs', values: { sbp: '128', hr: '74' }, update: true },

@@ -13,6 +13,8 @@ type Row = Record<string, any>;
 
 const ROUNDS = 12;
 const VITALS = { vsdate: '2026-03-02', sbp: '120', dbp: '80', hr: '70' };
+/** A vital-signs date inside each visit's window for the patients below, enrolled on 2026-03-01: any other opens a query (issue 19.7). */
+const VISIT_DAY: Record<string, string> = { screening: '2026-02-15', baseline: '2026-03-02', week4: '2026-03-29', week12: '2026-05-24', unscheduled: '2026-03-02' };
 
 interface Writer { name: string; key: string; id: number }
 
@@ -21,6 +23,9 @@ function placeOf(round: number): { visit: string; instance?: number } {
   const planned = ['screening', 'baseline', 'week4', 'week12'];
   return round < planned.length ? { visit: planned[round] } : { visit: 'unscheduled', instance: round - planned.length + 1 };
 }
+
+/** The vital signs of a round, dated inside its visit's window. */
+const vitalsOf = (round: number, over: Row): Row => ({ ...VITALS, vsdate: VISIT_DAY[placeOf(round).visit]!, ...over });
 
 describe('two keys writing the same form at the same moment', () => {
   let app: TestApp;
@@ -57,7 +62,7 @@ describe('two keys writing the same form at the same moment', () => {
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject);
     for (let round = 0; round < ROUNDS; round++) {
-      const values: [Row, Row] = [{ ...VITALS, sbp: String(130 + round), hr: '61' }, { ...VITALS, sbp: String(170 + round), hr: '91' }];
+      const values: [Row, Row] = [vitalsOf(round, { sbp: String(130 + round), hr: '61' }), vitalsOf(round, { sbp: String(170 + round), hr: '91' })];
       const outcomes = await race({ subject, ...placeOf(round) }, values, false);
       const winner = outcomes.findIndex((o) => o.status === 'ok');
       expect(outcomes.map((o) => o.code).sort(), `round ${round}`).to.deep.equal(['already_filled', 'saved']);
@@ -78,7 +83,7 @@ describe('two keys writing the same form at the same moment', () => {
     const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '02', sex: 'female', birth_year: 1964, enrolled_on: '2026-03-01' } });
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject);
-    const first = await submit(writers[0], { subject, visit: 'screening', form: 'vs', values: VITALS });
+    const first = await submit(writers[0], { subject, visit: 'screening', form: 'vs', values: { ...VITALS, vsdate: VISIT_DAY.screening! } });
     const id = first.body.results[0].record_id;
     /** The pair of values each writer sent in each round, to tell who made each change. */
     const sent = new Map<string, number>();
@@ -122,7 +127,7 @@ describe('two keys writing the same form at the same moment', () => {
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject);
     for (let round = 0; round < ROUNDS; round++) {
-      const values: [Row, Row] = [{ ...VITALS, sbp: '125', hr: '66' }, { ...VITALS, sbp: '145', hr: '88' }];
+      const values: [Row, Row] = [vitalsOf(round, { sbp: '125', hr: '66' }), vitalsOf(round, { sbp: '145', hr: '88' })];
       const results = await race({ subject, ...placeOf(round) }, values, true);
       expect(results.map((r) => [r.status, r.code]), `round ${round}`).to.deep.equal([['ok', 'saved'], ['ok', 'saved']]);
       expect(results[0].record_id).to.equal(results[1].record_id);

@@ -22,7 +22,9 @@ type Row = Record<string, any>;
 type Call = 'patients' | 'records' | 'queries';
 const CALLS: Call[] = ['patients', 'records', 'queries'];
 
-const vitals = (sbp: string) => ({ vsdate: '2026-01-10', sbp, dbp: '60', hr: '70' });
+/** A vital-signs date inside each visit's window for the patients below (enrolled 2026-01-02 or 01-03): any other opens a query (issue 19.7). */
+const VISIT_DAY: Record<string, string> = { screening: '2025-12-15', baseline: '2026-01-04', unscheduled: '2026-01-10' };
+const vitals = (sbp: string, visit = 'screening') => ({ vsdate: VISIT_DAY[visit]!, sbp, dbp: '60', hr: '70' });
 const run = promisify(execFile);
 
 /** What a sponsor system keeps: the rows of each call by id (patients by subject), and the last watermark. */
@@ -179,7 +181,7 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     // Longer than the margin by which the watermark is set back anyway, so only holding it back can keep the slow rows.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     // Meanwhile a quick writer commits, and the sponsor loads: the slow rows are not committed yet.
-    await send([{ subject, visit: 'baseline', form: 'vs', values: vitals('121') }]);
+    await send([{ subject, visit: 'baseline', form: 'vs', values: vitals('121', 'baseline') }]);
     const during = await replica.load();
     const watermark = replica.watermark!;
     expect(during.rows.records.map((r) => r.visit)).to.include('baseline');
@@ -215,7 +217,7 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     const b = await enrol('02');
     await send([
       { subject: a, visit: 'screening', form: 'vs', values: vitals('230') },
-      { subject: a, visit: 'baseline', form: 'vs', values: vitals('120') },
+      { subject: a, visit: 'baseline', form: 'vs', values: vitals('120', 'baseline') },
       { subject: b, visit: 'screening', form: 'vs', values: vitals('120') },
     ]);
     const loaded = await get('/records?limit=1');
@@ -280,14 +282,14 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
         } else if (op === 'insert') {
           const p = pick(mine);
           p.instances++;
-          await send([{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instances, values: vitals(sbp()) }]);
+          await send([{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instances, values: vitals(sbp(), 'unscheduled') }]);
         } else if (op === 'update') {
           const p = pick(mine.filter((m) => m.instances > 0).concat(mine[0]));
           if (p.instances === 0) continue;
           await send([{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: 1 + Math.floor(random() * p.instances), values: { sbp: sbp() }, update: true }]);
         } else if (op === 'slow') {
           const p = pick(mine);
-          const records: RecordInput[] = [{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: ++p.instances, values: vitals(sbp()) }];
+          const records: RecordInput[] = [{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: ++p.instances, values: vitals(sbp(), 'unscheduled') }];
           if (p.instances > 1) records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: 1, values: { sbp: sbp() }, update: true });
           const slow = slowTransaction(app, (stores) => write(stores, records));
           await slow.started;

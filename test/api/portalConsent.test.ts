@@ -34,8 +34,9 @@ describe('staff portal: consent on the patient card', () => {
   }
   const consents = async (s: string) => app.db.knex('consents as c').join('patients as p', 'p.id', 'c.patient_id').where('p.subject', s)
     .orderBy('c.id').select('c.given_on', 'c.withdrawn_on', 'c.data_use_withdrawn');
+  /** Baseline vital signs on the enrolment day, inside the visit's window (days 0..+3). */
   const sendVitals = (s: string) => app.call('POST', `/api/v1/studies/${world.code}/records`, {
-    key: world.key, body: { records: [{ subject: s, visit: 'screening', form: 'vs', values: { vsdate: '2026-03-01', sbp: '128', dbp: '80', hr: '64' } }] },
+    key: world.key, body: { records: [{ subject: s, visit: 'baseline', form: 'vs', values: { vsdate: '2026-03-01', sbp: '128', dbp: '80', hr: '64' } }] },
   });
 
   before(async () => {

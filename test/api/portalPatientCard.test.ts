@@ -27,12 +27,12 @@ describe('staff portal: the patient card', () => {
     const lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
     const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
     subject = enrolled.body.subject;
-    await giveConsent(app.db.knex, world.code, subject, '2026-02-20');
+    await giveConsent(app.db.knex, world.code, subject, '2026-02-10');
     const sent = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
       key: lims,
       body: {
         records: [
-          { subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-02-20', sbp: '232', dbp: '95', hr: '71' }, not_done: { rr: 'ND' } },
+          { subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-02-14', sbp: '232', dbp: '95', hr: '71' }, not_done: { rr: 'ND' } },
           { subject, visit: 'screening', form: 'dm', values: { sex: '1', height: '165.5', weight: '70.2' } },
           { subject, visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Essential hypertension', onset: '2015-05-01', ongoing: 'yes' }] } },
           { subject, visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0042', arm: 'B' } },
@@ -49,7 +49,7 @@ describe('staff portal: the patient card', () => {
     const card = await staff.get(`/p/${world.code}/s/${subject}`);
     expect(card.status).to.equal(200);
     const facts = /<dl class="facts">([\s\S]*?)<\/dl>/.exec(card.html)![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
-    expect(facts).to.equal('Site 01 City Hospital Sex female Year of birth 1961 Enrolled on 2026-03-01 Status enrolled Consent given on 2026-02-20');
+    expect(facts).to.equal('Site 01 City Hospital Sex female Year of birth 1961 Enrolled on 2026-03-01 Status enrolled Consent given on 2026-02-10');
     const forms = section(card, 'forms');
     expect(forms).to.include('Vital signs vs — complete');
     expect(forms).to.include('Systolic blood pressure sbp 232 mmHg').and.include('Respiratory rate rr not done');
@@ -125,7 +125,7 @@ describe('staff portal: the patient card', () => {
 
   it('speaks Russian', async () => {
     const card = await staff.get(`/p/${world.code}/s/${subject}?lang=ru`);
-    expect(card.html).to.include('Журнал аудита').and.include('Открытые запросы').and.include('дано 2026-02-20');
+    expect(card.html).to.include('Журнал аудита').and.include('Открытые запросы').and.include('дано 2026-02-10');
     await staff.get('/portal?lang=en');
   });
 });

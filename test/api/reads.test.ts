@@ -18,7 +18,9 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 type Row = Record<string, any>;
 
-const vitals = (sbp: string) => ({ vsdate: '2026-01-10', sbp, dbp: '80', hr: '70' });
+/** A vital-signs date inside each visit's window for every patient below (enrolled 2026-01-02 to 01-06): any other opens a query (issue 19.7). */
+const VISIT_DAY: Record<string, string> = { screening: '2025-12-15', baseline: '2026-01-05', unscheduled: '2026-01-10' };
+const vitals = (sbp: string, visit = 'screening') => ({ vsdate: VISIT_DAY[visit]!, sbp, dbp: '80', hr: '70' });
 
 /** A client of one study: plain HTTP calls, and every page of a read call. */
 function client(app: () => TestApp, study: string) {
@@ -112,20 +114,20 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
         subject: '01-001', visit: 'screening', form: 'mh',
         tables: { conditions: [{ term: 'Essential hypertension', code: '59621000', onset: '2019-05-01', ongoing: 'yes' }, { term: 'Asthma' }] },
       },
-      { subject: '01-001', visit: 'baseline', form: 'vs', values: vitals('230') },
+      { subject: '01-001', visit: 'baseline', form: 'vs', values: vitals('230', 'baseline') },
       { subject: '01-001', visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0001', arm: 'A' } },
       { subject: '01-002', visit: 'screening', form: 'vs', values: vitals('125') },
       { subject: '01-002', visit: 'screening', form: 'dm', values: { sex: '2' }, status: 'draft' },
       { subject: '01-003', visit: 'screening', form: 'vs', values: vitals('231') },
       { subject: '02-001', visit: 'screening', form: 'vs', values: vitals('118') },
-      { subject: '02-001', visit: 'baseline', form: 'vs', values: vitals('232') },
+      { subject: '02-001', visit: 'baseline', form: 'vs', values: vitals('232', 'baseline') },
       { subject: '02-002', visit: 'screening', form: 'vs', values: vitals('229') },
-      { subject: '02-002', visit: 'unscheduled', form: 'vs', instance: 1, values: vitals('121') },
-      { subject: '02-002', visit: 'unscheduled', form: 'vs', instance: 2, values: vitals('122') },
+      { subject: '02-002', visit: 'unscheduled', form: 'vs', instance: 1, values: vitals('121', 'unscheduled') },
+      { subject: '02-002', visit: 'unscheduled', form: 'vs', instance: 2, values: vitals('122', 'unscheduled') },
     ]);
     // Corrected value: its range query closes.
     await demo.send(world.key, [{ subject: '02-002', visit: 'screening', form: 'vs', values: { sbp: '140' }, update: true }]);
-    await saveAs('portal', [{ subject: '01-002', visit: 'baseline', form: 'vs', values: vitals('126') }]);
+    await saveAs('portal', [{ subject: '01-002', visit: 'baseline', form: 'vs', values: vitals('126', 'baseline') }]);
     await saveAs('fhir', [{ subject: '02-001', visit: 'screening', form: 'lab_hem', values: { hgb: '14.1', wbc: '6.20', plt: '250', hct: '42.0' } }]);
     // A later update through a key does not change where the record came from.
     await demo.send(world.key, [{ subject: '01-002', visit: 'baseline', form: 'vs', values: { hr: '66' }, update: true }]);
@@ -201,7 +203,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
 
     it('keeps the source of the first save when a record is updated through a key', async () => {
       const record = all.find((r) => r.id === recordId['01-002/baseline/vs/1'])!;
-      expect(record.values).to.deep.equal({ ...vitals('126'), hr: '66' });
+      expect(record.values).to.deep.equal({ ...vitals('126', 'baseline'), hr: '66' });
       expect(record.source).to.equal('portal');
     });
 
@@ -531,7 +533,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
     const PATIENTS = 20;
     const INSTANCES = 250;
     const unscheduled = (subject: string, instance: number, sbp = '120', update = false): RecordInput =>
-      ({ subject, visit: 'unscheduled', form: 'vs', instance, values: vitals(sbp), ...(update ? { update } : {}) });
+      ({ subject, visit: 'unscheduled', form: 'vs', instance, values: vitals(sbp, 'unscheduled'), ...(update ? { update } : {}) });
     const stored = async () => app.db.knex('records as r').join('studies as s', 's.id', 'r.study_id').where('s.code', 'BULK').orderBy('r.id').pluck('r.id');
 
     before(async () => {

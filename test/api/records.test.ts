@@ -16,7 +16,10 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 type Row = Record<string, any>;
 type Rec = Record<string, unknown>;
 
-const vitals = (over: Record<string, string> = {}) => ({ vsdate: '2026-01-10', sbp: '120', dbp: '80', hr: '70', ...over });
+const ENROLLED_ON = '2026-01-24';
+/** A vital-signs date inside each visit's window for a patient enrolled on ENROLLED_ON: any other opens a query (issue 19.7). */
+const VISIT_DAY: Record<string, string> = { screening: '2026-01-10', baseline: '2026-01-24', week4: '2026-02-21', week12: '2026-04-18', unscheduled: '2026-01-10' };
+const vitals = (over: Record<string, string> = {}, visit = 'screening') => ({ vsdate: VISIT_DAY[visit]!, sbp: '120', dbp: '80', hr: '70', ...over });
 
 /** A study with every field type the design format has (the demo lacks time, multiple choice and numeric columns). */
 const typesDesign = () => demoDesign('TYPES', (d) => {
@@ -72,7 +75,7 @@ describe('submitFormRecords', () => {
   async function newPatient(site = '01', options: { consent?: boolean; code?: string; key?: string } = {}): Promise<string> {
     const subject = `${site}-T${String(++patientNo).padStart(4, '0')}`;
     const res = await app.call('POST', `/api/v1/studies/${options.code ?? world.code}/patients`, {
-      key: options.key ?? world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-05', subject },
+      key: options.key ?? world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: ENROLLED_ON, subject },
     });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     if (options.consent !== false) await giveConsent(knex(), options.code ?? world.code, subject);
@@ -129,14 +132,14 @@ describe('submitFormRecords', () => {
       const subject = await newPatient();
       const res = await submit([
         { subject, visit: 'screening', form: 'vs', values: vitals() },
-        { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { vsdate: '2026-01-12', sbp: '118' } },
+        { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { vsdate: '2026-01-24', sbp: '118' } },
       ]);
       expect(res.body.results.map((r: Row) => [r.status, r.code, r.message, r.queries_opened])).to.deep.equal([
         ['ok', 'saved', 'Saved.', 0], ['warn', 'saved_as_draft', 'Saved as a draft.', 0],
       ]);
       expect(res.body.counts).to.deep.equal({ ok: 1, warn: 1, skip: 0, error: 0 });
       expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ status: 'complete' });
-      expect(await recordAt(subject, 'baseline', 'vs')).to.deep.include({ status: 'draft', values: { vsdate: '2026-01-12', sbp: '118' } });
+      expect(await recordAt(subject, 'baseline', 'vs')).to.deep.include({ status: 'draft', values: { vsdate: '2026-01-24', sbp: '118' } });
     });
 
     it('converts every field type from its string and stores the canonical form', async () => {
@@ -183,7 +186,7 @@ describe('submitFormRecords', () => {
       const subject = await newPatient();
       const res = await submit([
         { subject, visit: 'screening', form: 'vs', values: vitals({ pulse: '70' }) },
-        { subject, visit: 'baseline', form: 'vs', values: vitals(), not_done: { spo2: 'ND' } },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline'), not_done: { spo2: 'ND' } },
         { subject, visit: 'screening', form: 'cm', tables: { drugs: [{ name: 'A' }] } },
         { subject, visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Asthma', icd: 'J45' }] } },
       ]);
@@ -201,9 +204,9 @@ describe('submitFormRecords', () => {
       const subject = await newPatient();
       const res = await submit([
         { subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-01-10', sbp: '120', dbp: '80' }, not_done: { hr: 'ND', temp: 'UNK', rr: 'NA' } },
-        { subject, visit: 'baseline', form: 'vs', values: { vsdate: '2026-01-12', sbp: '120' } },
-        { subject, visit: 'week4', form: 'vs', values: vitals({ temp: '36.6' }), not_done: { temp: 'ND' } },
-        { subject, visit: 'week12', form: 'vs', status: 'draft', values: { vsdate: '2026-01-12', sbp: '120' } },
+        { subject, visit: 'baseline', form: 'vs', values: { vsdate: '2026-01-24', sbp: '120' } },
+        { subject, visit: 'week4', form: 'vs', values: vitals({ temp: '36.6' }, 'week4'), not_done: { temp: 'ND' } },
+        { subject, visit: 'week12', form: 'vs', status: 'draft', values: { vsdate: '2026-04-18', sbp: '120' } },
       ]);
       expect(res.body.results.map((r: Row) => [r.status, r.code, r.errors.map((e: Row) => `${e.field}:${e.code}`)])).to.deep.equal([
         ['ok', 'saved', []],
@@ -237,7 +240,7 @@ describe('submitFormRecords', () => {
       const res = await submit([
         { subject, visit: 'unscheduled', form: 'vs', instance: 1, values: vitals({ sbp: '121' }) },
         { subject, visit: 'unscheduled', form: 'vs', instance: 2, values: vitals({ sbp: '122' }) },
-        { subject, visit: 'baseline', form: 'vs', instance: 2, values: vitals() },
+        { subject, visit: 'baseline', form: 'vs', instance: 2, values: vitals({}, 'baseline') },
         { subject, visit: 'week4', form: 'dm', values: { sex: '1', height: '170', weight: '70' } },
       ]);
       expect(res.body.results.map((r: Row) => [r.status, r.code, r.message])).to.deep.equal([
@@ -256,7 +259,7 @@ describe('submitFormRecords', () => {
       const subject = await newPatient('02');
       const res = await submit([
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232' }) },
-        { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232', hr: '25' }) },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232', hr: '25' }, 'baseline') },
       ]);
       const [one, two] = res.body.results;
       expect(one).to.deep.include({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', queries_opened: 1 });
@@ -327,12 +330,12 @@ describe('submitFormRecords', () => {
       const subject = await newPatient();
       const first = await submit([
         { subject, visit: 'screening', form: 'vs', values: vitals() },
-        { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { vsdate: '2026-01-12' } },
+        { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { vsdate: '2026-01-24' } },
       ]);
       const before = await totals();
       const again = await submit([
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '150' }) },
-        { subject, visit: 'baseline', form: 'vs', values: vitals() },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline') },
       ]);
       expect(again.body.results.map((r: Row) => [r.status, r.code, r.message, r.record_id])).to.deep.equal([
         ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', first.body.results[0].record_id],
@@ -649,13 +652,13 @@ describe('submitFormRecords', () => {
       const subject = await newPatient('02');
       await submit([{ subject, visit: 'screening', form: 'vs', values: vitals() }]);
       const records = [
-        { subject, visit: 'baseline', form: 'vs', values: vitals() },
-        { subject, visit: 'week4', form: 'vs', values: vitals({ sbp: '232' }) },
-        { subject, visit: 'week12', form: 'vs', status: 'draft', values: { vsdate: '2026-03-01' } },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline') },
+        { subject, visit: 'week4', form: 'vs', values: vitals({ sbp: '232' }, 'week4') },
+        { subject, visit: 'week12', form: 'vs', status: 'draft', values: { vsdate: '2026-04-18' } },
         { subject, visit: 'screening', form: 'vs', values: vitals() },
         { subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '120' } },
         { subject, visit: 'unscheduled', form: 'vs', values: vitals({ sbp: 'high' }) },
-        { subject, visit: 'baseline', form: 'vs', values: vitals() },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline') },
       ];
       const before = await totals();
       const dry = await submit(records, { query: '?validate_only=true' });
@@ -684,17 +687,17 @@ describe('submitFormRecords', () => {
       await submit([{ subject, visit: 'screening', form: 'dm', values: { sex: '1', height: '170', weight: '70' } }]);
       const records = [
         { subject, visit: 'screening', form: 'vs', values: vitals() },
-        { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232' }) },
-        { subject, visit: 'week4', form: 'vs', status: 'draft', values: { vsdate: '2026-03-01' } },
+        { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232' }, 'baseline') },
+        { subject, visit: 'week4', form: 'vs', status: 'draft', values: { vsdate: '2026-02-21' } },
         { subject, visit: 'screening', form: 'dm', values: { sex: '1', height: '170', weight: '70' } },
         { subject, visit: 'screening', form: 'dm', update: true, values: { sex: '1' } },
         { subject: 'NOBODY-2', visit: 'screening', form: 'vs', values: vitals() },
         { subject, visit: 'baseline', form: 'ip_alloc', values: { kit: 'K', arm: 'A' } },
         { subject: noConsent, visit: 'screening', form: 'vs', values: vitals() },
         { subject, visit: 'week4', form: 'dm', values: {} },
-        { subject, visit: 'week4', form: 'vs', instance: 2, values: vitals() },
-        { subject, visit: 'week12', form: 'vs', values: vitals({ pulse: '1' }) },
-        { subject, visit: 'week12', form: 'vs', values: vitals({ sbp: '1e2' }) },
+        { subject, visit: 'week4', form: 'vs', instance: 2, values: vitals({}, 'week4') },
+        { subject, visit: 'week12', form: 'vs', values: vitals({ pulse: '1' }, 'week12') },
+        { subject, visit: 'week12', form: 'vs', values: vitals({ sbp: '1e2' }, 'week12') },
         { subject, visit: 'week12', form: 'vs', status: 'draft', values: { sbp: '120' } },
       ];
       const res = await submit(records, { key: blindedKey, query: '?lang=ru' });
@@ -827,7 +830,7 @@ describe('submitFormRecords', () => {
           expected.push({ status: 'error', code: 'form_not_in_visit', message: 'Form "dm" is not planned at visit "week4".' });
         },
         () => { // error: an instance of a visit that does not repeat
-          records.push({ subject: patientFor(), visit: 'week4', form: 'vs', instance: 2, values: vitals() });
+          records.push({ subject: patientFor(), visit: 'week4', form: 'vs', instance: 2, values: vitals({}, 'week4') });
           expected.push({ status: 'error', code: 'invalid_instance', message: 'Visit "week4" does not repeat; instance must be 1.' });
         },
       ];

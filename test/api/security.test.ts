@@ -137,7 +137,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
         expect(res.status, member).to.equal(422);
         expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal([`/${member}`]);
       }
-      const record = { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2026-01-10', sbp: '120', dbp: '80', hr: '70' } };
+      const record = { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2025-12-25', sbp: '120', dbp: '80', hr: '70' } };
       for (const [member, value] of [['source', 'portal'], ['id', 1], ['author', 'Someone else']] as const) {
         const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [{ ...record, [member]: value }] } });
         expect(res.status, member).to.equal(422);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
 import { createStudyWorld, demoDesign, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
@@ -6,14 +7,15 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 type Row = Record<string, any>;
 
 /**
- * Visit windows checked in the one write path (issue 19, point 7): in a study with
- * `visit_window_queries`, a visit date outside its window, counted from the enrolment date, opens an
- * automatic query and gives `warn`; correcting the date closes it.
+ * Visit windows checked in the one write path (issue 19, point 7): in every study unless its design
+ * sets `visit_window_queries: false` (the demo study has it on), a visit date outside its window,
+ * counted from the enrolment date, opens an automatic query and gives `warn`; correcting the date closes it.
  */
 describe('visit windows (submitFormRecords)', () => {
   let app: TestApp;
   let world: StudyWorld;
   let plain: StudyWorld;
+  let stored: StudyWorld;
   const ENROLLED_ON = '2026-03-02';
   // Baseline: planned day 0, window 0 before and 3 after: 2026-03-02 to 2026-03-05.
   const vitals = (vsdate: string) => ({ vsdate, sbp: '120', dbp: '80', hr: '70' });
@@ -31,8 +33,10 @@ describe('visit windows (submitFormRecords)', () => {
   before(async () => {
     app = await startTestApp();
     await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex, demoDesign('WIN', (d) => { d.visit_window_queries = true; }));
-    plain = await createStudyWorld(app.db.knex, demoDesign('NOWIN'));
+    world = await createStudyWorld(app.db.knex, demoDesign('WIN'));
+    plain = await createStudyWorld(app.db.knex, demoDesign('NOWIN', (d) => { d.visit_window_queries = false; }));
+    // A design stored before the member existed: the check applies, as the schema's default does.
+    stored = await createStudyWorld(app.db.knex, demoDesign('OLDWIN', (d) => { delete (d as Partial<StudyDesign>).visit_window_queries; }));
   });
   after(() => app.close());
 
@@ -67,7 +71,14 @@ describe('visit windows (submitFormRecords)', () => {
     expect(inside.body.results.map((r: Row) => r.status)).to.deep.equal(['ok', 'ok']);
   });
 
-  it('checks nothing in a study that does not ask for it', async () => {
+  it('is on for the demo study as written, and for a stored design that lacks the member', async () => {
+    expect(demoDesign().visit_window_queries).to.equal(true);
+    const subject = await patient(stored);
+    const res = await submit(stored, [{ subject, visit: 'baseline', form: 'vs', values: vitals('2026-07-15') }]);
+    expect(res.body.results[0]).to.deep.include({ status: 'warn', code: 'saved_with_queries', queries_opened: 1 });
+  });
+
+  it('checks nothing in a study that switches it off', async () => {
     const subject = await patient(plain);
     const res = await submit(plain, [{ subject, visit: 'baseline', form: 'vs', values: vitals('2026-07-15') }]);
     expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });

@@ -93,7 +93,7 @@ describe('privacy of the read calls (scans every response of the run)', () => {
     }
     const sent = await app.call('POST', '/api/v1/studies/PRIV/records', {
       key: world.key,
-      body: { records: subjects.map((subject) => ({ subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-01-10', sbp: '240', dbp: '80', hr: '70' } })) },
+      body: { records: subjects.map((subject) => ({ subject, visit: 'screening', form: 'vs', values: { vsdate: '2025-12-15', sbp: '240', dbp: '80', hr: '70' } })) },
     });
     expect(sent.body.counts.warn).to.equal(3);
     marked = (await app.db.knex('patients').where('email', 'like', `%${MARKS.emailDomain}`).where({ initials: MARKS.initials })).length;

@@ -154,7 +154,7 @@ describe('parseStudyDesign', () => {
         delete d.edit_checks;
         delete d.fhir_mapping;
       }));
-      expect(design).to.include({ blinded: false, consent_required: false, enrolment_open: true, subject_format: '{site}-{seq:3}', reason_required_on_update: false });
+      expect(design).to.include({ blinded: false, consent_required: false, enrolment_open: true, visit_window_queries: true, subject_format: '{site}-{seq:3}', reason_required_on_update: false });
       expect(design.visits[0]).to.deep.include({ window: { before: 0, after: 0 }, repeating: false });
       expect(design.forms[0].team).to.equal('all');
       expect(design.forms[0].fields.every((f) => f.required === false)).to.equal(true);

@@ -24,11 +24,12 @@ export function visitDateField(design: StudyDesign, form: string): string | null
 /**
  * The window a record's visit date must fall in (issue 19, point 7), counted from the enrolment date
  * exactly as the FHIR import places values (`visitSlots`): days planned_day − before … planned_day + after.
- * Null when the study does not ask for it (`visit_window_queries`), for a form without a visit date
- * field, and for a visit without a planned day (unscheduled).
+ * Null when the study switches the check off (`visit_window_queries: false`), for a form without a
+ * visit date field, and for a visit without a planned day (unscheduled). A design stored before the
+ * member existed lacks it and gets the check, as the schema's default does for a new design.
  */
 export function visitWindowDates(design: StudyDesign, visit: string, form: string, enrolledOn: string): VisitWindowDates | null {
-  const field = design.visit_window_queries ? visitDateField(design, form) : null;
+  const field = design.visit_window_queries !== false ? visitDateField(design, form) : null;
   const slot = field && visitSlots(design, enrolledOn).find((s) => s.visit.code === visit);
   if (!field || !slot) return null;
   return { field, visit, start: dateOf(slot.start), end: dateOf(slot.end) };
