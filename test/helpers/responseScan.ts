@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 
 /**
  * Read calls never return a patient's e-mail, PIN, date of birth or initials (spec, "Reading data"),
- * and their rows carry only the members the spec lists. Every API answer a test receives through
- * `TestApp.call` is checked for both as it arrives, so a leak fails the test that received it,
- * whichever file that is and in whatever order the files run.
+ * and their rows carry only the members the spec lists. Every answer a test receives through
+ * `TestApp.call` or the `PortalClient` is checked for both as it arrives, so a leak fails the test
+ * that received it, whichever file that is and in whatever order the files run.
  *
  * So that there is something to leak, the suite's database gives every patient inserted into it
  * distinctive private values (`installPrivateMarks`, run by test/helpers/testDatabase.ts when it
