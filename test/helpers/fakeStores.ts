@@ -27,13 +27,16 @@ export class FakeStudyStore implements StudyStore {
     return this.rows.find((s) => s.code === code);
   }
 
-  /** Gives the study, its sites, visits and forms ids of their own, and the row the structure they make. */
+  /**
+   * Gives the study's sites, visits and forms ids, and the row the structure they make. No two of them
+   * share an id, so a use case that took a visit's id for a form's would find nothing.
+   */
   async insertDesign(design: StudyDesign, designHash: string): Promise<number> {
     const id = this.nextId++;
-    const numbered = <T>(items: T[], from: number) => items.map((item, i) => [item, from + i] as const);
-    const sites: SiteRow[] = numbered(design.sites, id * 100).map(([s, siteId]) => ({ id: siteId, number: s.number, name: s.name }));
-    const visits = new Map(numbered(design.visits, id * 100).map(([v, visitId]) => [v.code, visitId]));
-    const forms = new Map(numbered(design.forms, id * 100).map(([f, formId]) => [f.code, formId]));
+    let nextPartId = id * 1000;
+    const sites: SiteRow[] = design.sites.map((s) => ({ id: nextPartId++, number: s.number, name: s.name }));
+    const visits = new Map(design.visits.map((v) => [v.code, nextPartId++]));
+    const forms = new Map(design.forms.map((f) => [f.code, nextPartId++]));
     this.rows.push({
       id, code: design.code, name: design.name, blinded: design.blinded, consentRequired: design.consent_required,
       enrolmentOpen: design.enrolment_open, locked: false, apiEnabled: true, subjectFormat: design.subject_format,

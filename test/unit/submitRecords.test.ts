@@ -81,6 +81,28 @@ describe('records: submitRecords over fake stores', () => {
     expect(opened.map((e) => [e.fieldCode, e.details])).to.deep.equal([['sbp', { query_id: stores.queries.rows[0].id }]]);
   });
 
+  it('closes the range query when an update corrects the value, and audits the change and the closing', async () => {
+    await submit([vs({ ...normal, sbp: '240' })]);
+    const auditBefore = stores.audit.entries.length;
+    const [outcome] = await submit([vs(normal, { update: true })]);
+    expect(outcome).to.include({ status: 'ok', code: 'saved', queriesOpened: 0 });
+    expect(stores.queries.rows.map((q) => [q.fieldCode, q.status])).to.deep.equal([['sbp', 'closed']]);
+    expect(stores.audit.entries.slice(auditBefore).map((e) => [e.action, e.fieldCode, e.oldValue, e.newValue])).to.deep.equal([
+      ['record.value_changed', 'sbp', '240', '120'],
+      ['query.closed', 'sbp', undefined, undefined],
+    ]);
+  });
+
+  it('refuses the record of a patient at a site the writer may not reach as if the patient did not exist', async () => {
+    const [, site02] = await stores.studies.sites(study);
+    const other = await stores.patients.insert({ studyId: study.id, siteId: site02.id, subject: '02-001', sex: 'male', birthYear: 1980, enrolledOn: '2026-01-02' });
+    await stores.patients.insertConsent(other.id, { givenOn: '2026-01-02', withdrawnOn: null, dataUseWithdrawn: false });
+    const [outcome] = await submit([vs(normal, { subject: '02-001' })]);
+    expect(outcome).to.include({ status: 'error', code: 'unknown_subject' });
+    expect(outcome.params).to.deep.equal({ subject: '02-001' });
+    expect(stores.records.rows).to.deep.equal([]);
+  });
+
   it('refuses the record of a patient without consent, writing nothing', async () => {
     const [outcome] = await submit([vs(normal, { subject: '01-002' })]);
     expect(outcome).to.include({ status: 'error', code: 'consent_missing', recordId: null });
