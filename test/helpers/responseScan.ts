@@ -40,11 +40,13 @@ export async function installPrivateMarks(owner: Knex): Promise<void> {
   await owner.raw(`create or replace trigger ${TRIGGER} before insert on patients for each row execute function ${TRIGGER}()`);
 }
 
-/** The members a row of each read page may carry (spec, `PatientRead`, `RecordRead`, `QueryRead`). */
+/** The members a row of each read page may carry (spec, `PatientRead`, `RecordRead`, `QueryRead`, `AuditRead`). */
 const READ_ROW_MEMBERS: Record<string, string[]> = {
   patients: ['subject', 'site', 'sex', 'enrolled_on', 'status', 'updated_at'],
   records: ['id', 'subject', 'site', 'visit', 'form', 'instance', 'status', 'source', 'updated_at', 'values', 'not_done', 'tables'],
   queries: ['id', 'subject', 'site', 'visit', 'instance', 'form', 'field', 'status', 'origin', 'message', 'opened_at', 'closed_at', 'updated_at'],
+  audit: ['id', 'position', 'at', 'author', 'reason', 'action', 'subject', 'site', 'visit', 'form', 'instance', 'field', 'old_value', 'new_value',
+    'details', 'actor_type', 'actor_id', 'study_id', 'patient_id', 'record_id', 'previous_hash', 'hash'],
 };
 const PAGE_MEMBERS = ['next', 'watermark', 'removed'];
 const REMOVAL_MEMBERS = ['subject', 'site', 'reason', 'removed_at'];
