@@ -1,3 +1,5 @@
+import { scanResponse } from './responseScan.js';
+
 /**
  * A browser-like client of the staff portal for plain HTTP tests: it keeps cookies, does not follow
  * redirects (tests assert them), and sends back the CSRF token of the last page it read.
@@ -36,6 +38,7 @@ export class PortalClient {
       else this.cookies.set(name, value);
     }
     const html = await response.text();
+    scanResponse(`${method} ${path}`, response.headers.get('content-type') ?? '', html);
     this.csrf = csrfTokenOf(html) ?? this.csrf;
     const location = response.headers.get('location');
     return { status: response.status, headers: response.headers, html, location: location && location.replace(this.baseUrl, '') };

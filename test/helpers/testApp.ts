@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp, createServices } from '../../src/app.js';
 import { listen } from '../../src/listen.js';
 import type { Database } from '../../src/db/knex.js';
+import { scanResponse } from './responseScan.js';
 import { assertMatchesSpec, operationOf } from './specValidation.js';
 import { testConfig, testDatabase } from './testDatabase.js';
 
@@ -20,9 +21,6 @@ export interface CallOptions {
   contentType?: string;
   headers?: Record<string, string>;
 }
-
-/** Every response body the suite received, for scans that must find no private data in any of them. */
-export const receivedBodies: string[] = [];
 
 export interface TestApp {
   db: Database;
@@ -51,8 +49,8 @@ export async function startTestApp(env: NodeJS.ProcessEnv = {}): Promise<TestApp
       if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
       const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
       const text = await response.text();
-      receivedBodies.push(text);
       const contentType = response.headers.get('content-type') ?? '';
+      scanResponse(`${method} ${path}`, contentType, text);
       const parsed = text && /^application\/(problem\+)?json\b/.test(contentType) ? JSON.parse(text) : text;
       const operationId = await operationOf(method, path.split('?')[0]);
       if (operationId) await assertMatchesSpec(operationId, response.status, contentType, parsed);

@@ -1,0 +1,106 @@
+import { AssertionError, expect } from 'chai';
+import { recordConsent } from '../../src/domain/patients/recordConsent.js';
+import { inTransaction } from '../../src/db/stores.js';
+import { createStudyWorld, demoDesign, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { PRIVATE_MARKS, requireOtherFilesScanned, scanResponse } from '../helpers/responseScan.js';
+import { startTestApp, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase } from '../helpers/testDatabase.js';
+
+/**
+ * Read calls never return a patient's e-mail, PIN, date of birth, initials or birth year (spec,
+ * "Reading data"). Every answer any test file receives is scanned for the private values the suite's
+ * database gives its patients (test/helpers/responseScan.ts); this file proves the marks and the scan
+ * work, reads its own patients through every read call, and has the root hook check at the end of the
+ * run that other files' answers were scanned too, so it fails when run without them.
+ */
+
+/** Every string and number in a JSON value. */
+function leaves(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value.flatMap(leaves);
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(leaves);
+  return [value];
+}
+
+describe('privacy of the read calls (with every answer of the run scanned)', () => {
+  let app: TestApp;
+  let world: StudyWorld;
+  /** Patients of this file that the trigger marked on enrolment (proof that it works). */
+  let marked: number;
+  const own = { email: 'anna.private@hospital.invalid', pin: '7364-PRIV', initials: 'A~P', dateOfBirth: '1907-02-03', birthYear: 1907 };
+
+  before(async function () {
+    requireOtherFilesScanned(this.test!.file!);
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    world = await createStudyWorld(app.db.knex, demoDesign('PRIV'));
+    const subjects: string[] = [];
+    for (const site of ['01', '01', '02']) {
+      const res = await app.call('POST', '/api/v1/studies/PRIV/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-02' } });
+      expect(res.status).to.equal(201);
+      subjects.push(res.body.subject);
+      await giveConsent(app.db.knex, 'PRIV', res.body.subject);
+    }
+    const sent = await app.call('POST', '/api/v1/studies/PRIV/records', {
+      key: world.key,
+      body: { records: subjects.map((subject) => ({ subject, visit: 'screening', form: 'vs', values: { vsdate: '2025-12-15', sbp: '240', dbp: '80', hr: '70' } })) },
+    });
+    expect(sent.body.counts.warn).to.equal(3);
+    marked = (await app.db.knex('patients').where('email', 'like', `%${PRIVATE_MARKS.emailDomain}`).where({ initials: PRIVATE_MARKS.initials })).length;
+    // The private attributes are kept for the site team (they come from the portal, never from the API).
+    await app.db.knex('patients').update({ email: own.email, pin: own.pin, initials: own.initials, date_of_birth: own.dateOfBirth, birth_year: own.birthYear });
+  });
+  after(() => app.close());
+
+  it('returns no private attribute in any read call, filter, page, language or removal', async () => {
+    const knex = app.db.knex;
+    const base = '/api/v1/studies/PRIV';
+    const watermark = (await app.call('GET', `${base}/patients`, { key: world.key })).body.watermark;
+    await inTransaction(knex, (s) => recordConsent(s, operator, { study: 'PRIV', subject: '01-002', change: { withdrawn: '2026-02-01', dataUse: true } }));
+    const pages: Record<string, unknown>[] = [];
+    const answers: string[] = [];
+    const read = async (path: string) => {
+      const res = await app.call('GET', path, { key: world.key });
+      expect(res.status).to.be.oneOf([200, 400]);
+      answers.push(JSON.stringify(res.body));
+      if (res.status === 200) pages.push(res.body);
+      return res;
+    };
+    for (const call of ['patients', 'records', 'queries', 'audit']) {
+      for (const query of ['', '?limit=1', '?site=01', '?subject=01-001', `?updated_since=${watermark}`, '?lang=ru', '?status=open', '?site=99', '?email=x']) {
+        const res = await read(`${base}/${call}${query}`);
+        if (res.body.next) await read(`${base}/${call}${query}${query ? '&' : '?'}after=${res.body.next}`);
+      }
+    }
+    // The scan looked at pages that carry these patients and their removal, not at empty answers.
+    expect(pages.flatMap((p) => (p.patients ?? []) as { subject: string }[]).map((r) => r.subject)).to.include.members(['01-001', '02-001']);
+    expect(pages.flatMap((p) => (p.audit ?? []) as { subject: string }[]).map((r) => r.subject)).to.include.members(['01-001', '02-001']);
+    expect(pages.flatMap((p) => p.removed as { subject: string }[]).map((r) => r.subject)).to.include('01-002');
+    for (const text of answers) {
+      for (const value of [own.email, own.pin, own.initials, own.dateOfBirth]) expect(text, text).to.not.include(value);
+    }
+    for (const page of pages) {
+      expect(leaves(page), 'birth year').to.not.include.oneOf([own.birthYear, String(own.birthYear)]);
+    }
+  });
+
+  it('marks every patient inserted with private values, and the scan of every answer refuses one that carries them', () => {
+    expect(marked, 'the trigger marks every patient inserted during the run').to.equal(3);
+    const leaked = { subject: '01-001', email: `patient-1${PRIVATE_MARKS.emailDomain}`, pin: `${PRIVATE_MARKS.pinPrefix}1`, initials: PRIVATE_MARKS.initials, date_of_birth: PRIVATE_MARKS.dateOfBirth };
+    for (const [member, value] of Object.entries(leaked).slice(1)) {
+      expect(() => scanResponse('GET /leaky', 'application/json', JSON.stringify({ subject: '01-001', [member]: value })), member).to.throw(AssertionError, /private/);
+    }
+    expect(() => scanResponse('GET /leaky', 'application/problem+json; charset=utf-8', JSON.stringify({ detail: PRIVATE_MARKS.initials }))).to.throw(AssertionError);
+    // The portal's HTML pages are for the site team, who may see these values.
+    expect(() => scanResponse('GET /p/PRIV/patients/01-001', 'text/html; charset=utf-8', JSON.stringify(leaked))).to.not.throw();
+  });
+
+  it('the scan of every answer refuses a read page with a member the spec does not list', () => {
+    const page = (rows: object[], more: object = {}) => JSON.stringify({ patients: rows, next: null, watermark: '2026-03-21T08:00:00.000Z', removed: [], ...more });
+    const row = { subject: '01-001', site: '01', sex: 'female', enrolled_on: '2026-01-02', status: 'enrolled', updated_at: '2026-03-21T08:00:00.000Z' };
+    expect(() => scanResponse('GET /patients', 'application/json', page([row]))).to.not.throw();
+    expect(() => scanResponse('GET /patients', 'application/json', page([{ ...row, birth_year: 1960 }]))).to.throw(AssertionError, /patients row: birth_year/);
+    expect(() => scanResponse('GET /patients', 'application/json', page([row], { total: 1 }))).to.throw(AssertionError, /page: total/);
+    expect(() => scanResponse('GET /patients', 'application/json', page([row], { removed: [{ subject: '01-002', site: '01', reason: 'x', removed_at: 'y', sex: 'male' }] })))
+      .to.throw(AssertionError, /removal: sex/);
+  });
+});
