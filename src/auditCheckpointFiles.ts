@@ -11,7 +11,9 @@ import type { AuditCheckpoint, CheckpointStore, StoredCheckpoint } from './domai
 
 /** The Ed25519 private key of the file, created (mode 0600) on first use. Refuses a key others can read. */
 export function loadSigningKey(file: string): KeyObject {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // The file itself is private (0600); its folder keeps the usual mode, since by default it is the data
+  // folder, which the embedded PostgreSQL server (another OS user) must be able to enter.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   try {
     const { privateKey } = generateKeyPairSync('ed25519');
     // 'wx': of two processes starting together, one creates the key and the other reads it.
