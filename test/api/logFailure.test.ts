@@ -4,7 +4,7 @@ import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * Issue 20.4: a failure of the service (not a refusal) is logged once, by the one logFailure, with the
@@ -27,11 +27,11 @@ describe('logFailure: the API and the portal log an unknown failure once, and an
   after(() => app.close());
 
   async function withStudiesAway<T>(task: () => Promise<T>): Promise<T> {
-    await app.db.knex.raw('ALTER TABLE studies RENAME TO studies_away');
+    await (await testOwnerDatabase()).knex.raw('ALTER TABLE studies RENAME TO studies_away');
     try {
       return await task();
     } finally {
-      await app.db.knex.raw('ALTER TABLE studies_away RENAME TO studies');
+      await (await testOwnerDatabase()).knex.raw('ALTER TABLE studies_away RENAME TO studies');
     }
   }
 
