@@ -13,7 +13,8 @@ import { fakeStores, type FakeStores } from '../helpers/fakeStores.js';
  */
 
 const key: Actor = { kind: 'api_key', keyId: 7, keyName: 'Hospital EHR', makerId: 3 };
-const normal = { vsdate: '2026-01-10', sbp: '120', dbp: '80', hr: '70' };
+// Dated inside the screening window (days -28 to -14 from the enrolment on 2026-01-02), so only the checks a test means open queries.
+const normal = { vsdate: '2025-12-15', sbp: '120', dbp: '80', hr: '70' };
 const vs = (values: Record<string, string>, more: Partial<RecordInput> = {}): RecordInput => ({ subject: '01-001', visit: 'screening', form: 'vs', values, ...more });
 
 describe('records: submitRecords over fake stores', () => {
