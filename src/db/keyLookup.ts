@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { KeyGate } from '../domain/apiKeys/admission.js';
-import { findKeysForRequests } from './apiKeys.js';
-import { countRequests } from './rateLimits.js';
+import type { CountReceipt, KeyGate } from '../domain/apiKeys/admission.js';
+import { findKeysForRequests, type KeyRequestAt } from './apiKeys.js';
+import { takeBackCounts } from './rateLimits.js';
 
 /**
  * Statements of one kind one service process runs at a time; more requests wait for the next. One: a
@@ -63,9 +63,12 @@ function batched<I, O>(run: (items: I[]) => Promise<O[]>): (item: I) => Promise<
 
 export type KeyLookup = KeyGate;
 
-/** The request path's key look-ups and request counts (at `ratePerMinute` a key) of one service process, each gathered into batches. */
+/** The request path's key look-ups with their counts (at `ratePerMinute` a key), and the rare counts taken back, of one service process, each gathered into batches. */
 export function createKeyLookup(knex: Knex, ratePerMinute: number): KeyLookup {
-  const find = batched((fingerprints: Buffer[]) => findKeysForRequests(knex, fingerprints));
-  const count = batched((requests: { keyId: number; at: Date }[]) => countRequests(knex, requests, ratePerMinute));
-  return { find, count: (keyId, at) => count({ keyId, at }) };
+  const find = batched((requests: KeyRequestAt[]) => findKeysForRequests(knex, requests, ratePerMinute));
+  const takeBack = batched(async (receipts: CountReceipt[]) => {
+    await takeBackCounts(knex, receipts);
+    return receipts.map(() => undefined);
+  });
+  return { findAndCount: (fingerprint, at) => find({ fingerprint, at }), takeBack };
 }
