@@ -122,9 +122,9 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
         if (!(await discardBody(ctx.req))) ctx.set('Connection', 'close');
         throw refusal;
       }
-      // The key is authenticated from the headers before a byte of the body is read: a request without a
-      // working key is refused at once and costs no memory for its body. Its count runs while the body arrives.
-      const { window: counted } = await keyRequestOf(ctx).catch((error: unknown) => {
+      // The key is authenticated (and the request counted) from the headers before a byte of the body is
+      // read: a request without a working key is refused at once and costs no memory for its body.
+      await keyRequestOf(ctx).catch((error: unknown) => {
         ctx.set('Connection', 'close');
         throw error;
       });
@@ -134,8 +134,6 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
           limit: BODY_LIMIT, json: JSON_TYPES.includes(type), deadlineMs: services.config.bodyDeadlineSeconds * 1000, budget: services.bodyBudget,
         })) as typeof ctx.request.body;
       } catch (error) {
-        // A refused body of a working key counts (spec, "Rate limit"): answered once counted, so the next answer's count holds it.
-        await counted.catch(() => undefined);
         if (!(error instanceof UnreadableBody)) throw error;
         if (error.closes) ctx.set('Connection', 'close');
         throw bodyRefusal(error, operation?.operationId, type, services.config);

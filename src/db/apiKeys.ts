@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
 import type { FoundKey } from '../domain/apiKeys/admission.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
+import { RATE_WINDOW_MS } from '../domain/apiKeys/rateWindow.js';
+import { countsOfRequests, countSql, type CountedKey } from './rateLimits.js';
 import { rowToStudy, STRUCTURE_SQL, structureOf } from './studies.js';
 
 export const TABLE = 'api_keys';
@@ -67,17 +69,27 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** A request to find the key of and count: its key's fingerprint, and the instant it came. */
+export interface KeyRequestAt {
+  fingerprint: Buffer;
+  at: Date;
+}
+
 /**
  * The keys of a batch of API requests by fingerprint (src/db/keyLookup.ts gathers them), each with its
- * study row: a request can only ever reach its key's own study (admissionOf). On this machine each round
- * trip costs a request more than the SQL it runs (bench/README.md), and under load one statement serves
- * the many requests that arrived while the previous one ran. Whether a key works is not decided here but
- * by the domain (authenticateRequest), from the facts this returns.
+ * study row (a request can only ever reach its key's own study, admissionOf), and each request counted
+ * with `limit` a minute (countSql), at the batch's latest instant, whatever its key's state. On this
+ * machine each round trip costs a request more than the SQL it runs (bench/README.md), and under load one
+ * statement serves the many requests that arrived while the previous one ran. Whether a key works is not
+ * decided here but by the domain (authenticateRequest), from the facts this returns; it takes back the
+ * count of a request it refuses (takeBackCounts).
  *
  * A study's design comes back only when this process has not parsed that design yet. The statement is
  * prepared: PostgreSQL plans it once per connection (planning took longer than running it).
  */
-export async function findKeysForRequests(db: Knex, fingerprints: readonly Buffer[]): Promise<(FoundKey | undefined)[]> {
+export async function findKeysForRequests(db: Knex, requests: readonly KeyRequestAt[], limit: number): Promise<(FoundKey | undefined)[]> {
+  const now = Math.max(...requests.map((r) => r.at.getTime()));
+  const fingerprints = requests.map((r) => r.fingerprint);
   const { rows } = await db.raw(
     `with found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))),
      key_studies as (
@@ -85,17 +97,31 @@ export async function findKeysForRequests(db: Knex, fingerprints: readonly Buffe
          to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
          case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
        from studies st where st.id in (select study_id from found)
-     )
-     select found.*, s.study_row, s.study_structure, s.study_design
-     from found left join key_studies s on s.first_key = found.id`,
-    { fingerprints, known: [...designs.keys()] },
+     ),
+     asked as (
+       select f.id, count(*)::int as n from unnest(cast(:fingerprints as bytea[])) as r(fingerprint) join found f on f.fingerprint = r.fingerprint group by f.id
+     ),
+     ${countSql('asked')}
+     select found.*, s.study_row, s.study_structure, s.study_design,
+       win.admitted as minute_admitted, win.held as minute_held, win.oldest as minute_oldest, locked.used_before, counted.used_at
+     from found left join key_studies s on s.first_key = found.id
+       join locked on locked.id = found.id join win on win.key = 'key:' || found.id join counted on counted.id = found.id`,
+    { fingerprints, known: [...designs.keys()], now, window: RATE_WINDOW_MS, limit },
   ).options({ name: 'sdx_keys_for_requests' });
   // A study's row and structure come once, with the first of its keys in the batch.
   const studies = new Map<number, StudyRow>();
   for (const row of rows as KeyRecord[]) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row));
-  const keys = new Map<string, FoundKey>();
-  for (const row of rows as KeyRecord[]) keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)! });
-  return fingerprints.map((fingerprint) => keys.get(fingerprint.toString('hex')));
+  const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow; counted: CountedKey }>();
+  for (const row of rows as KeyRecord[]) {
+    const counted = {
+      id: row.id, usedBefore: row.used_before, usedAt: row.used_at,
+      minute: { key: `key:${row.id}`, admitted: row.minute_admitted, held: row.minute_held, oldest: row.minute_oldest },
+    };
+    keys.set(row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studies.get(row.study_id)!, counted });
+  }
+  const found = fingerprints.map((fingerprint) => keys.get(fingerprint.toString('hex')));
+  const counts = countsOfRequests(found.map((f) => f?.counted), now);
+  return found.map((f, i) => f && { key: f.key, study: f.study, ...counts[i]! });
 }
 
 /** The study row that came with a key, its design parsed once per process and design hash. */

@@ -102,7 +102,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       if (!c.security?.authorized || !ctx.state.key) return;
       const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
       const request = await keyRequestOf(ctx);
-      const { rate, study, refusal } = admissionOf({ ...request, window: await request.window }, call, services.config.rateLimitPerMinute);
+      const { rate, study, refusal } = admissionOf(request, call, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
       ctx.set('RateLimit-Remaining', String(rate.remaining));
       ctx.set('RateLimit-Reset', String(rate.resetSeconds));

@@ -4,7 +4,7 @@ import { fingerprintOf } from '../../src/domain/apiKeys/keyValue.js';
 import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
 import { rateDecision } from '../../src/domain/apiKeys/rateWindow.js';
 import { findKeysForRequests } from '../../src/db/apiKeys.js';
-import { countRequests } from '../../src/db/rateLimits.js';
+import { takeBackCounts } from '../../src/db/rateLimits.js';
 import { authenticateRequest } from '../../src/domain/apiKeys/admission.js';
 import type { DomainError } from '../../src/domain/errors.js';
 import { createKeyLookup } from '../../src/db/keyLookup.js';
@@ -29,16 +29,22 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
   });
 
   describe('findKeysForRequests', () => {
-    const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer) => (await findKeysForRequests(knex, [fingerprint]))[0];
-    const countRequest = async (knex: Database['knex'], keyId: number, limit = 600) => (await countRequests(knex, [{ keyId, at: new Date() }], limit))[0];
+    const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer, limit = 600) => (await findKeysForRequests(knex, [{ fingerprint, at: new Date() }], limit))[0];
+    const countRequest = async (knex: Database['knex'], key: { key: string }, limit = 600) => (await findKeyForRequest(knex, fingerprintOf(key.key), limit))!.window;
+    const usage = async (key: { id: number }) => ({
+      ...(await db.knex('api_keys').where({ id: key.id }).first('request_count', db.knex.raw('last_used_at::text as last_used_at'))),
+      hits: (await db.knex('rate_limits').where({ key: `key:${key.id}` }).first('hits'))?.hits.map(Number),
+    });
 
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
       const stores = createStores(db.knex);
       const fingerprint = fingerprintOf(world.key);
       const study = await stores.studies.findByCode('DEMO');
       for (let i = 0; i < 2; i++) {
+        // The key as it was found, before the statement counted the request.
+        const stored = await stores.apiKeys.findByFingerprint(fingerprint);
         const found = await findKeyForRequest(db.knex, fingerprint);
-        expect(found!.key).to.deep.equal(await stores.apiKeys.findByFingerprint(fingerprint));
+        expect(found!.key).to.deep.equal(stored);
         const { structure, ...row } = found!.study;
         expect(row).to.deep.equal(study);
         // The structure it carries is what the study store reads with its own queries.
@@ -63,9 +69,10 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     });
 
     it('counts each request in the key\'s minute and in the key, lets none past the limit take a place, and frees a place once a minute old', async () => {
-      const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
+      const counted = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Counted' });
+      const { id } = counted;
       const windows = [];
-      for (let i = 0; i < 4; i++) windows.push(await countRequest(db.knex, id, 3));
+      for (let i = 0; i < 4; i++) windows.push(await countRequest(db.knex, counted, 3));
       expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 3, 4]);
       expect(windows.map((w) => rateDecision(w, 3)).map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
       for (const w of windows) expect(rateDecision(w, 3).resetSeconds).to.be.within(1, 60);
@@ -78,12 +85,12 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
 
       // Test set-up: the first request let through is now a minute old, the others are not.
       await db.knex.raw(`update rate_limits set hits[1] = hits[1] - 60000 where key = ?`, [`key:${id}`]);
-      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: true, remaining: 0 });
-      expect(rateDecision(await countRequest(db.knex, id, 3), 3)).to.deep.include({ allowed: false, remaining: 0 });
+      expect(rateDecision(await countRequest(db.knex, counted, 3), 3)).to.deep.include({ allowed: true, remaining: 0 });
+      expect(rateDecision(await countRequest(db.knex, counted, 3), 3)).to.deep.include({ allowed: false, remaining: 0 });
     });
 
     it('lets at most the limit through in any 60 seconds, across what was a fixed window\'s edge (issue 21.8)', async () => {
-      const { id } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Double burst' });
+      const { key } = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Double burst' });
       const start = Date.now();
       // One request 57 s before a burst of 1,200 in 6.6 s (in batches of 10), then 300 more a minute later:
       // a fixed window opened by the first would have let 1,199 of the burst through. Instants chosen by the test.
@@ -92,9 +99,9 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const passed: number[] = [];
       for (const instants of batches) {
         // A statement counts its batch at the batch's latest instant.
-        const windows = await countRequests(db.knex, instants.map((at) => ({ keyId: id, at: new Date(at) })), 600);
+        const found = await findKeysForRequests(db.knex, instants.map((at) => ({ fingerprint: fingerprintOf(key), at: new Date(at) })), 600);
         const at = Math.max(...instants);
-        for (const w of windows) if (rateDecision(w, 600, at).allowed) passed.push(at);
+        for (const f of found) if (rateDecision(f!.window, 600, at).allowed) passed.push(at);
       }
       // The minute of the first request holds 600; one more once it is a minute old, at 3 s into the burst.
       expect(passed.filter((at) => at <= start + 6600)).to.have.length(601);
@@ -132,12 +139,12 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const gate = createKeyLookup(db.knex, 600);
       for (const [name, c] of Object.entries(cases)) {
         const { key, id } = made.get(name)!;
-        const state = keyStateOf((await findKeyForRequest(db.knex, fingerprintOf(key)))!.key, at).state;
+        const state = keyStateOf((await createStores(db.knex).apiKeys.findByFingerprint(fingerprintOf(key)))!, at).state;
         expect([name, state]).to.deep.equal([name, c.state]);
-        const outcome = await authenticateRequest(gate, key, at).then(async (r) => (await r.window).points, (e: DomainError) => e.code);
+        const outcome = await authenticateRequest(gate, key, at).then((r) => r.window.points, (e: DomainError) => e.code);
         expect([name, outcome]).to.deep.equal([name, state === 'active' ? 1 : `key_${state}`]);
-        const counted = await db.knex('api_keys').where({ id }).first('request_count');
-        expect([name, counted.request_count]).to.deep.equal([name, state === 'active' ? 1 : 0]);
+        const counted = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
+        expect([name, counted.request_count, counted.last_used_at === null]).to.deep.equal([name, state === 'active' ? 1 : 0, state !== 'active']);
         expect([name, (await db.knex('rate_limits').where({ key: `key:${id}` })).length]).to.deep.equal([name, state === 'active' ? 1 : 0]);
       }
     });
@@ -146,15 +153,14 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const a = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch A' });
       const b = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Batch B' });
       const order = [a, a, undefined, b, a];
-      const found = await findKeysForRequests(db.knex, order.map((k) => fingerprintOf(k?.key ?? 'sdx_nothing')));
-      expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch B', 'Batch A']);
       const at = new Date();
-      const windows = await countRequests(db.knex, [a, a, b, a].map((k) => ({ keyId: k.id, at })), 600);
-      expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 1, 3]);
-      for (const w of windows) expect(w.expire - at.getTime()).to.equal(60_000);
+      const found = await findKeysForRequests(db.knex, order.map((k) => ({ fingerprint: fingerprintOf(k?.key ?? 'sdx_nothing'), at })), 600);
+      expect(found.map((f) => f?.key.name)).to.deep.equal(['Batch A', 'Batch A', undefined, 'Batch B', 'Batch A']);
+      expect(found.map((f) => f?.window.points)).to.deep.equal([1, 2, undefined, 1, 3]);
+      for (const f of found) if (f) expect(f.window.expire - at.getTime()).to.equal(60_000);
       const counts = await db.knex('api_keys').whereIn('id', [a.id, b.id]).orderBy('id').pluck('request_count');
       expect(counts).to.deep.equal([3, 1]);
-      expect((await countRequest(db.knex, a.id)).points).to.equal(4);
+      expect((await countRequest(db.knex, a)).points).to.equal(4);
     });
 
     it('commits its counts without waiting for the WAL flush, and leaves that setting to its own transaction', async () => {
@@ -165,24 +171,22 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       try {
         const setting = async (knex: Knex) => (await knex.raw(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
         expect(await setting(single)).to.equal('on');
-        expect((await countRequest(single, id)).points).to.be.above(0);
+        expect((await countRequest(single, world)).points).to.be.above(0);
         // The one connection of the pool, which clinical writes would use next, commits synchronously again.
         expect(await setting(single)).to.equal('on');
         await single.transaction(async (trx) => {
-          await countRequest(trx, id);
+          await countRequest(trx, world);
           expect(await setting(trx)).to.equal('off');
         });
-        // Finding keys writes nothing, and so changes nothing.
-        await single.transaction(async (trx) => {
-          await findKeyForRequest(trx, fingerprintOf(world.key));
-          expect(await setting(trx)).to.equal('on');
-        });
+        // So does taking a count back, in a transaction of its own.
+        await takeBackCounts(single, [(await findKeyForRequest(single, fingerprintOf(world.key)))!.receipt]);
+        expect(await setting(single)).to.equal('on');
       } finally {
         await one.close();
       }
     });
 
-    it('sends the look-ups and counts made in one turn of the event loop in one statement each, and a later one at once after it', async () => {
+    it('sends the look-ups with their counts made in one turn of the event loop in one statement, and a later one at once after it', async () => {
       const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'One turn' });
       const lookup = createKeyLookup(db.knex, 600);
       const statements: string[] = [];
@@ -190,13 +194,49 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       db.knex.on('query', log);
       try {
         const together = await Promise.all(Array.from({ length: 10 }, () => authenticateRequest(lookup, key.key, new Date())));
-        expect(await Promise.all(together.map(async (r) => (await r.window).points))).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-        expect(statements).to.deep.equal(['sdx_keys_for_requests', 'sdx_count_requests']);
-        expect((await (await authenticateRequest(lookup, key.key, new Date())).window).points).to.equal(11);
-        expect(statements).to.have.length(4);
+        expect(together.map((r) => r.window.points)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect(statements).to.deep.equal(['sdx_keys_for_requests']);
+        expect((await authenticateRequest(lookup, key.key, new Date())).window.points).to.equal(11);
+        expect(statements).to.have.length(2);
       } finally {
         db.knex.off('query', log);
       }
+    });
+
+    it('takes back a refused request\'s count entirely: counter, time of last use and place in the minute, even with the key busy', async () => {
+      const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Taken back' });
+      // Used while it worked: that count stays.
+      await countRequest(db.knex, key);
+      const before = await usage(key);
+      // Two counts of one batch and one of the next, all refused, taken back together: the time of last use
+      // goes back through both counts to the working one.
+      const [r1, r2] = await findKeysForRequests(db.knex, [1, 2].map(() => ({ fingerprint: fingerprintOf(key.key), at: new Date() })), 600);
+      const r3 = await findKeyForRequest(db.knex, fingerprintOf(key.key));
+      expect((await usage(key)).request_count).to.equal(4);
+      await takeBackCounts(db.knex, [r1!.receipt, r2!.receipt, r3!.receipt]);
+      expect(await usage(key)).to.deep.equal(before);
+
+      // A working count between a refused one and its take-back keeps its count, its time and its place.
+      const refused = await findKeyForRequest(db.knex, fingerprintOf(key.key));
+      await countRequest(db.knex, key);
+      const busy = await usage(key);
+      await takeBackCounts(db.knex, [refused!.receipt]);
+      expect(await usage(key)).to.deep.equal({ ...busy, request_count: busy.request_count - 1, hits: busy.hits.filter((h: number) => h !== refused!.receipt.at) });
+      expect((await usage(key)).last_used_at).to.not.equal(before.last_used_at);
+    });
+
+    it('takes back no place that a refused request did not take (over the limit), and leaves no minute for a key never let through', async () => {
+      const key = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Full minute' });
+      await countRequest(db.knex, key, 1);
+      const over = await findKeyForRequest(db.knex, fingerprintOf(key.key), 1);
+      expect([over!.window.points, over!.receipt.placed]).to.deep.equal([2, false]);
+      await takeBackCounts(db.knex, [over!.receipt]);
+      expect((await usage(key)).hits).to.have.length(1);
+      expect((await usage(key)).request_count).to.equal(1);
+
+      const fresh = await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Never let through' });
+      await takeBackCounts(db.knex, [(await findKeyForRequest(db.knex, fingerprintOf(fresh.key)))!.receipt]);
+      expect(await usage(fresh)).to.deep.equal({ request_count: 0, last_used_at: null, hits: undefined });
     });
 
     it('gathers concurrent counts into batches without losing, doubling or deadlocking a count, over two processes\' worth of requests', async () => {
@@ -204,7 +244,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const lookups = [createKeyLookup(db.knex, 600), createKeyLookup(db.knex, 600)];
       const answers = await Promise.all(Array.from({ length: 240 }, async (_, i) => {
         const key = keys[Math.floor(i / 3) % 2];
-        return { id: key.id, window: await lookups[i % 2].count(key.id, new Date()) };
+        return { id: key.id, window: (await lookups[i % 2].findAndCount(fingerprintOf(key.key), new Date()))!.window };
       }));
       for (const [n, key] of keys.entries()) {
         const points = answers.filter((a) => a.id === key.id).map((a) => a.window.points).sort((x, y) => x - y);

@@ -182,22 +182,30 @@ describe('authenticateKey', () => {
 describe('authenticateRequest and admissionOf', () => {
   const value = generateKeyValue();
   const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as StudyRow;
-  /** A gate over one stored key that records what it was asked to count. */
+  /** A gate over one stored key that counts every request whose key it finds, as the store does, and records the counts taken back. */
   const gateWith = (key: ApiKeyWithMaker | undefined, points = 1) => {
     const counted: number[] = [];
-    const gate: KeyGate = { find: async () => key && { key, study }, count: async (keyId) => { counted.push(keyId); return { points, expire: NOW.getTime() + 30_000 }; } };
+    const gate: KeyGate = {
+      findAndCount: async (_fingerprint, at) => {
+        if (!key) return undefined;
+        counted.push(key.id);
+        return { key, study, window: { points, expire: NOW.getTime() + 30_000 }, receipt: { keyId: key.id, at: at.getTime(), placed: true, usedBefore: null, usedAt: 'now' } };
+      },
+      takeBack: async (receipt) => { counted.splice(counted.indexOf(receipt.keyId), 1); },
+    };
     return { gate, counted };
   };
 
-  it('counts a request only when its key works, so a 401 never counts', async () => {
+  it('leaves a request counted only when its key works: the count of a 401 is taken back before the refusal', async () => {
     for (const changes of [{ revokedAt: NOW }, { expiresAt: NOW }, { makerIsManager: false }]) {
       const { gate, counted } = gateWith(storedKey(value, changes));
       expect((await refusal(authenticateRequest(gate, value, NOW))).code).to.match(/^key_/);
       expect(counted).to.deep.equal([]);
     }
+    expect((await refusal(authenticateRequest(gateWith(undefined).gate, value, NOW))).code).to.equal('key_unknown');
     const { gate, counted } = gateWith(storedKey(value));
     const request = await authenticateRequest(gate, value, NOW);
-    expect([request.key.keyId, request.study.code, (await request.window).points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
+    expect([request.key.keyId, request.study.code, request.window.points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
   });
 
   it('refuses over the rate first, then another study as an unknown one, then a missing right, always with the rate used', async () => {

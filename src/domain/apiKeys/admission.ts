@@ -5,45 +5,65 @@ import { checkKeyAccess, type KeyRight } from './keyAccess.js';
 import type { KeyContext } from './keyContext.js';
 import { rateDecision, type RateDecision, type RateWindow } from './rateWindow.js';
 
-/** A key as the request path finds it by fingerprint, with its study (a key only ever reaches its own). */
+/**
+ * What the store needs to take back the count of one request (KeyGate.takeBack): its key, the instant it
+ * was counted at, whether it took a place in the key's minute, and the key's time of last use before and
+ * after the count (as the store keeps them).
+ */
+export interface CountReceipt {
+  readonly keyId: number;
+  readonly at: number;
+  readonly placed: boolean;
+  readonly usedBefore: string | null;
+  readonly usedAt: string;
+}
+
+/**
+ * A key as the request path finds it by fingerprint, with its study (a key only ever reaches its own), and
+ * the request counted in it.
+ */
 export interface FoundKey {
   key: ApiKeyWithMaker;
   study: StudyRow;
+  /** The request's place in its key's minute. */
+  window: RateWindow;
+  receipt: CountReceipt;
 }
 
 /** What the request path reads and writes about a request's key (src/db/keyLookup.ts implements it). */
 export interface KeyGate {
-  find(fingerprint: Buffer): Promise<FoundKey | undefined>;
-  /** Counts one request of a working key at `at`: in its rate window and its usage counters. */
-  count(keyId: number, at: Date): Promise<RateWindow>;
-}
-
-/** A request made with a working key, and its count under way. */
-export interface KeyRequest {
-  key: KeyContext;
-  study: StudyRow;
-  /** The request's place in its key's minute, once counted. */
-  window: Promise<RateWindow>;
+  /** Finds the key of `fingerprint` and counts one request of it at `at` (rate window and usage counters), whatever the key's state. */
+  findAndCount(fingerprint: Buffer, at: Date): Promise<FoundKey | undefined>;
+  /** Takes back a request's count, entirely: counter, time of last use, place in the minute. */
+  takeBack(receipt: CountReceipt): Promise<void>;
 }
 
 /** A request made with a working key, counted. */
-export type CountedRequest = Omit<KeyRequest, 'window'> & { window: RateWindow };
+export interface KeyRequest {
+  key: KeyContext;
+  study: StudyRow;
+  /** The request's place in its key's minute. */
+  window: RateWindow;
+}
 
 /**
- * Authenticates a request's bearer value at `at` and starts counting the request. Only a key that works
- * is counted: a request refused with 401 never is (spec, "Rate limit"). The count is not waited for here,
- * so that a body can be read while it runs; admissionOf needs it.
+ * Authenticates a request's bearer value at `at`, counting it. Only a key that works is counted: a
+ * request refused with 401 never is (spec, "Rate limit"). The store counts every request whose key it
+ * finds, with the look-up, since a round trip costs more than the count (bench/README.md); the count of a
+ * request this then refuses is taken back before the refusal is answered. The key's state is decided
+ * here alone (workingKey), never in the store.
  *
  * @throws DomainError key_missing, key_malformed, key_unknown, key_revoked, key_expired, key_stopped
  */
 export async function authenticateRequest(gate: KeyGate, bearer: string | undefined, at: Date): Promise<KeyRequest> {
   const fingerprint = fingerprintOfBearer(bearer);
-  const found = await gate.find(fingerprint);
-  const key = workingKey(found?.key, fingerprint, at);
-  const window = gate.count(key.keyId, at);
-  // Awaited by whoever decides the admission; a request refused first still leaves no rejection unhandled.
-  window.catch(() => undefined);
-  return { key, study: found!.study, window };
+  const found = await gate.findAndCount(fingerprint, at);
+  try {
+    return { key: workingKey(found?.key, fingerprint, at), study: found!.study, window: found!.window };
+  } catch (error) {
+    if (found) await gate.takeBack(found.receipt);
+    throw error;
+  }
 }
 
 /** Whether a counted request may make its call: the rate it used, and its study or its refusal. */
@@ -53,7 +73,7 @@ export type Admission = { rate: RateDecision } & ({ study: StudyRow; refusal?: u
  * Decides whether a counted request may make a call on `studyCode` needing `right`: first the rate
  * (429), then the study (404, exactly as for a study that does not exist) and the right (403).
  */
-export function admissionOf(request: CountedRequest, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
+export function admissionOf(request: KeyRequest, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
   const rate = rateDecision(request.window, perMinute, now);
   if (!rate.allowed) return { rate, refusal: new DomainError('rate_limited', { limit: rate.limit, retry_after: rate.resetSeconds }) };
   try {
