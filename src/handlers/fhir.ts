@@ -48,7 +48,7 @@ async function importFhir(c: FhirImportCall, ctx: KoaContext) {
 /** POST /studies/{study_code}/fhir: FHIR JSON, and NDJSON as before the NDJSON call existed (the spec's `x-also-accepts`). */
 export const importFhirRecord: OperationHandler<'importFhirRecord'> = importFhir;
 
-/** POST /studies/{study_code}/fhir/ndjson: the same import, declared for NDJSON only. */
+/** POST /studies/{study_code}/fhir-ndjson: the same import, declared for NDJSON only. */
 export const importFhirNdjson: OperationHandler<'importFhirNdjson'> = importFhir;
 
 /** GET /studies/{study_code}/fhir: a page of the study's FHIR imports and their outcomes, without items. */
@@ -58,9 +58,10 @@ export const listFhirImports: OperationHandler<'listFhirImports'> = async (c, ct
   return { status: 200, body: toFhirImportPageDto(page, services.config.baseUrl, study.code) };
 };
 
-/** GET /studies/{study_code}/fhir/{import}: one FHIR import with its items and their outcomes. */
+/** GET /studies/{study_code}/fhir/{import_id}: one FHIR import with its items and their outcomes. */
 export const getFhirImport: OperationHandler<'getFhirImport'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const found = await getImport(readStores(services), key, study, c.request.params.import);
-  return { status: 200, body: toFhirImportDto(found, services.config.baseUrl, study.code) };
+  const found = await getImport(readStores(services), key, study, c.request.params.import_id);
+  const items = itemsWithPlacement(found.items, found.placements, study.design, ctx.state.lang);
+  return { status: 200, body: toFhirImportDto({ ...found, items }, services.config.baseUrl, study.code) };
 };

@@ -32,7 +32,7 @@ const OPERATIONS: { id: string; method: string; path: string; options: CallOptio
   { id: 'listQueries', method: 'GET', path: '/api/v1/studies/DEMO/queries', options: {} },
   { id: 'listAuditTrail', method: 'GET', path: '/api/v1/studies/DEMO/audit', options: {} },
   { id: 'importFhirRecord', method: 'POST', path: '/api/v1/studies/DEMO/fhir?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+json' } },
-  { id: 'importFhirNdjson', method: 'POST', path: '/api/v1/studies/DEMO/fhir/ndjson?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+ndjson' } },
+  { id: 'importFhirNdjson', method: 'POST', path: '/api/v1/studies/DEMO/fhir-ndjson?subject=01-001', options: { raw: FHIR_PATIENT, contentType: 'application/fhir+ndjson' } },
   { id: 'listFhirImports', method: 'GET', path: '/api/v1/studies/DEMO/fhir', options: {} },
   // Patient 01-001's first import, made by the `before` hook.
   { id: 'getFhirImport', method: 'GET', path: '/api/v1/studies/DEMO/fhir/DEMO-01-001-1', options: {} },

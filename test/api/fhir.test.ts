@@ -65,7 +65,7 @@ describe('importFhirRecord', function () {
     return res.body.subject;
   }
 
-  /** A FHIR call: importFhirRecord, or importFhirNdjson with `path: 'fhir/ndjson'`. */
+  /** A FHIR call: importFhirRecord, or importFhirNdjson with `path: 'fhir-ndjson'`. */
   function send(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
     const query = new URLSearchParams({ subject, ...(options.mode ? { mode: options.mode } : {}), ...(options.lang ? { lang: options.lang } : {}) });
     return app.call('POST', `/api/v1/studies/${world.code}/${options.path ?? 'fhir'}?${query}`, {
@@ -342,7 +342,7 @@ describe('importFhirRecord', function () {
       .map((f) => JSON.stringify(hl7(f))).join('\n');
 
     // importFhirNdjson declares NDJSON; importFhirRecord still takes it as it did in v1.1.0 (its `x-also-accepts`).
-    for (const [path, contentType] of [['fhir/ndjson', 'application/fhir+ndjson'], ['fhir/ndjson', 'application/x-ndjson'], ['fhir', 'application/fhir+ndjson'], ['fhir', 'application/x-ndjson']]) {
+    for (const [path, contentType] of [['fhir-ndjson', 'application/fhir+ndjson'], ['fhir-ndjson', 'application/x-ndjson'], ['fhir', 'application/fhir+ndjson'], ['fhir', 'application/x-ndjson']]) {
       it(`takes NDJSON as ${contentType} on /${path}`, async () => {
         // The HL7 examples were measured on 1999-07-02: day −14, screening, when enrolled on 1999-07-16.
         const subject = await enrol('male', 1974, '1999-07-16');
@@ -361,7 +361,7 @@ describe('importFhirRecord', function () {
     it('answers an Idempotency-Key once across both FHIR calls: NDJSON retried on /fhir is the same import', async () => {
       const subject = await enrol('male', 1974, '1999-07-16');
       const headers = { 'idempotency-key': `fhir-${subject}-once` };
-      const first = await send(subject, ndjson, { contentType: 'application/fhir+ndjson', path: 'fhir/ndjson', headers });
+      const first = await send(subject, ndjson, { contentType: 'application/fhir+ndjson', path: 'fhir-ndjson', headers });
       expect(first.status).to.equal(201);
       const before = await footprint();
       const retried = await send(subject, ndjson, { contentType: 'application/fhir+ndjson', headers });
@@ -448,10 +448,10 @@ describe('importFhirRecord', function () {
       },
       { name: 'FHIR XML', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', contentType: 'application/fhir+xml', status: 415, code: 'unsupported_media_type' },
       // importFhirNdjson: the same refusals, and it takes NDJSON only.
-      { name: 'FHIR JSON sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => synthea(BUSTER), contentType: 'application/fhir+json', status: 415, code: 'unsupported_media_type' },
-      { name: 'an empty body sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => '', contentType: 'application/fhir+ndjson', status: 422, code: 'fhir_not_fhir', detail: /the body is empty/ },
-      { name: 'NDJSON with a line that is not JSON, sent to the NDJSON call', path: 'fhir/ndjson', subject: () => buster, body: () => '{"resourceType":"Basic"}\nnot json', contentType: 'application/x-ndjson', status: 422, code: 'fhir_not_fhir', detail: /line 2/ },
-      { name: 'NDJSON of a patient without consent, sent to the NDJSON call', path: 'fhir/ndjson', subject: () => noConsent, body: () => JSON.stringify(hl7('observation-example-heart-rate.json')), contentType: 'application/fhir+ndjson', status: 422, code: 'consent_missing' },
+      { name: 'FHIR JSON sent to the NDJSON call', path: 'fhir-ndjson', subject: () => buster, body: () => synthea(BUSTER), contentType: 'application/fhir+json', status: 415, code: 'unsupported_media_type' },
+      { name: 'an empty body sent to the NDJSON call', path: 'fhir-ndjson', subject: () => buster, body: () => '', contentType: 'application/fhir+ndjson', status: 422, code: 'fhir_not_fhir', detail: /the body is empty/ },
+      { name: 'NDJSON with a line that is not JSON, sent to the NDJSON call', path: 'fhir-ndjson', subject: () => buster, body: () => '{"resourceType":"Basic"}\nnot json', contentType: 'application/x-ndjson', status: 422, code: 'fhir_not_fhir', detail: /line 2/ },
+      { name: 'NDJSON of a patient without consent, sent to the NDJSON call', path: 'fhir-ndjson', subject: () => noConsent, body: () => JSON.stringify(hl7('observation-example-heart-rate.json')), contentType: 'application/fhir+ndjson', status: 422, code: 'consent_missing' },
     ];
     for (const c of cases) {
       it(`refuses ${c.name} with ${c.status} ${c.code}`, async () => {

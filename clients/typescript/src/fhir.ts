@@ -22,7 +22,7 @@ export async function sendFhirRecord(
   if (typeof record !== 'string') {
     return unwrap(await client.POST('/api/v1/studies/{study_code}/fhir', { params, body: record, headers: { 'Content-Type': 'application/fhir+json' } }));
   }
-  return unwrap(await client.POST('/api/v1/studies/{study_code}/fhir/ndjson', {
+  return unwrap(await client.POST('/api/v1/studies/{study_code}/fhir-ndjson', {
     params,
     body: record,
     headers: { 'Content-Type': 'application/fhir+ndjson' },

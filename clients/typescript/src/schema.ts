@@ -275,7 +275,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/studies/{study_code}/fhir/ndjson": {
+    "/api/v1/studies/{study_code}/fhir-ndjson": {
         parameters: {
             query?: never;
             header?: never;
@@ -312,7 +312,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/studies/{study_code}/fhir/{import}": {
+    "/api/v1/studies/{study_code}/fhir/{import_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -326,7 +326,7 @@ export interface paths {
                  * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
                  * @example DEMO-01-001-3
                  */
-                import: string;
+                import_id: string;
             };
             cookie?: never;
         };
@@ -2180,7 +2180,7 @@ export interface operations {
                  * @description The import's identifier, as `importFhirRecord` and `listFhirImports` return it in `import`. An identifier that names no import the key may see gives 404 `fhir_import_not_found`.
                  * @example DEMO-01-001-3
                  */
-                import: string;
+                import_id: string;
             };
             cookie?: never;
         };

@@ -15,12 +15,13 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
-import type { FhirImportReadRow, FhirImportReadStore, ReadLogStore, ReadStore, StudyRow, StudyStore } from '../stores.js';
+import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, StudyRow, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import { countItems, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
+import { itemPlacements, type ItemPlacement } from './itemPlacement.js';
 
-type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore; fhirImportReads: FhirImportReadStore };
+type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore; fhirImportReads: FhirImportReadStore; patients: PatientStore };
 
 export type ItemOutcome = NonNullable<FhirImportItem['outcome']>;
 
@@ -54,17 +55,22 @@ function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: Re
  *
  * @throws DomainError `fhir_import_not_found` when the key may see no import of that identifier
  */
-export async function getFhirImport(stores: Stores, key: KeyContext, study: StudyRow, id: string): Promise<FhirImportReadRow & { items: FhirImportItem[] }> {
+export async function getFhirImport(
+  stores: Stores, key: KeyContext, study: StudyRow, id: string,
+): Promise<FhirImportReadRow & { items: FhirImportItem[]; placements: (ItemPlacement | null)[] }> {
   const ref = importRefOf(study.code, id);
   const hidden = hiddenFormCodes(study, key);
   const ids = await stores.studies.designIds(study);
   const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hidden].map((code) => ids.forms.get(code)!) };
   const found = ref && (await stores.fhirImportReads.find(scope, ref.subject, ref.number));
-  if (!found?.items) throw new DomainError('fhir_import_not_found', { import: id });
+  if (!ref || !found?.items) throw new DomainError('fhir_import_not_found', { import: id });
   // A refused read is not a read, as in the other read calls: only an import shown is logged.
   await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: 1 });
   const seen = asSeen({ ...found, items: found.items }, hidden);
-  return { ...seen, items: seen.items.map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })) };
+  // Why each item sits at its visit, as the FHIR call said when it made the import (it counts from the enrolment day).
+  const patient = await stores.patients.findBySubject(study.id, ref.subject);
+  const placements = patient ? itemPlacements(seen.items, study.design, patient.enrolledOn) : seen.items.map(() => null);
+  return { ...seen, items: seen.items.map((item) => ({ ...item, outcome: itemOutcome(found.status, item) })), placements };
 }
 
 /** One page of the study's imports, without items, paged like every read call (`readPage`). */
