@@ -74,7 +74,7 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
       const [row] = await exportedRecords(trx, scope, formIds).max({ at: 'r.updated_at' });
       return (row?.at as Date | null) ?? null;
     },
-    async *records(scope, formIds, { withAudit }) {
+    async *recordBatches(scope, formIds, { withAudit }) {
       const q = exportedRecords(trx, scope, formIds)
         .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
         .select('p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status',
@@ -88,7 +88,7 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
         for (;;) {
           // The client's own read limit must outlast the server's for the first, sorting FETCH.
           const { rows } = await trx.raw(`fetch ${ROWS_PER_FETCH} from ${cursor}`).options({ query_timeout: EXPORT_STATEMENT_MS + 1_000 }) as { rows: Record<string, any>[] };
-          for (const row of rows) yield toExportRecord(row);
+          if (rows.length > 0) yield rows.map(toExportRecord);
           if (rows.length < ROWS_PER_FETCH) break;
         }
       } finally {

@@ -405,8 +405,11 @@ export interface ExportSnapshot {
   authors(scope: ReadScope, formIds: number[]): Promise<{ actorType: string; actorId: number | null; author: string }[]>;
   /** When the newest of those records changed; null when there is none. */
   lastModified(scope: ReadScope, formIds: number[]): Promise<Date | null>;
-  /** The records of the forms, by subject, visit order, instance and form order, read as they are needed. */
-  records(scope: ReadScope, formIds: number[], options: { withAudit: boolean }): AsyncIterable<ExportRecord>;
+  /**
+   * The records of the forms, by subject, visit order, instance and form order, read as they are needed,
+   * in the batches they are fetched in: a row passes one step of iteration per batch, not per record.
+   */
+  recordBatches(scope: ReadScope, formIds: number[], options: { withAudit: boolean }): AsyncIterable<ExportRecord[]>;
   /** Ends the snapshot; safe to call twice. */
   close(): Promise<void>;
 }

@@ -81,7 +81,7 @@ export async function exportDataset(
       rows: options.metadataOnly ? 0 : records,
     });
     return datasetText(metadata, options, options.metadataOnly ? undefined : (async function* () {
-      for await (const record of snapshot.records(scope, formIds, { withAudit: false })) yield* datasetRows(design, dataset, record);
+      for await (const batch of snapshot.recordBatches(scope, formIds, { withAudit: false })) yield batch.flatMap((record) => datasetRows(design, dataset, record));
     })(), () => snapshot.close());
   } catch (error) {
     await snapshot.close();
@@ -89,24 +89,26 @@ export async function exportDataset(
   }
 }
 
+/** The text of a dataset: its metadata, then its rows, which come in batches, one piece of text per batch. */
 async function* datasetText(
-  metadata: Record<string, unknown>, options: { format: DatasetFormat }, rows: AsyncIterable<unknown[]> | undefined, close: () => Promise<void>,
+  metadata: Record<string, unknown>, options: { format: DatasetFormat }, rowBatches: AsyncIterable<unknown[][]> | undefined, close: () => Promise<void>,
 ): AsyncGenerator<string> {
   try {
     if (options.format === 'ndjson') {
       yield `${JSON.stringify(metadata)}\n`;
-      if (rows) for await (const row of rows) yield `${JSON.stringify(row)}\n`;
+      if (rowBatches) for await (const rows of rowBatches) yield rows.map((row) => `${JSON.stringify(row)}\n`).join('');
       return;
     }
     const head = JSON.stringify(metadata);
-    if (!rows) {
+    if (!rowBatches) {
       yield head;
       return;
     }
     yield `${head.slice(0, -1)},"rows":[`;
     let first = true;
-    for await (const row of rows) {
-      yield first ? JSON.stringify(row) : `,${JSON.stringify(row)}`;
+    for await (const rows of rowBatches) {
+      if (rows.length === 0) continue;
+      yield `${first ? '' : ','}${rows.map((row) => JSON.stringify(row)).join(',')}`;
       first = false;
     }
     yield ']}';

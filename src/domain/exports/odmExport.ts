@@ -70,28 +70,32 @@ function formData(form: FormDef, record: ExportRecord): string {
  * visit occurrence's elements are opened when their first record comes and closed when the next one
  * belongs elsewhere, so the document is written as the records are read.
  */
-async function* clinicalData(design: StudyDesign, mdv: string, records: AsyncIterable<ExportRecord>): AsyncGenerator<string> {
+async function* clinicalData(design: StudyDesign, mdv: string, batches: AsyncIterable<ExportRecord[]>): AsyncGenerator<string> {
   const forms = new Map(design.forms.map((f) => [f.code, f]));
   yield xmlStartTag('ClinicalData', { StudyOID: design.code, MetaDataVersionOID: mdv });
   let subject: string | undefined;
   let event: string | undefined;
-  for await (const record of records) {
-    const form = forms.get(record.form);
-    if (!form) continue;
-    const eventKey = `${record.visit} ${record.instance}`;
-    if (record.subject !== subject) {
-      if (event !== undefined) yield '</StudyEventData>';
-      if (subject !== undefined) yield '</SubjectData>';
-      subject = record.subject;
-      event = undefined;
-      yield `${xmlStartTag('SubjectData', { SubjectKey: record.subject })}${xmlElement('SiteRef', { LocationOID: locationOid(record.site) })}`;
+  for await (const batch of batches) {
+    const text: string[] = [];
+    for (const record of batch) {
+      const form = forms.get(record.form);
+      if (!form) continue;
+      const eventKey = `${record.visit} ${record.instance}`;
+      if (record.subject !== subject) {
+        if (event !== undefined) text.push('</StudyEventData>');
+        if (subject !== undefined) text.push('</SubjectData>');
+        subject = record.subject;
+        event = undefined;
+        text.push(xmlStartTag('SubjectData', { SubjectKey: record.subject }), xmlElement('SiteRef', { LocationOID: locationOid(record.site) }));
+      }
+      if (eventKey !== event) {
+        if (event !== undefined) text.push('</StudyEventData>');
+        event = eventKey;
+        text.push(xmlStartTag('StudyEventData', { StudyEventOID: studyEventOid(record.visit), StudyEventRepeatKey: record.instance }));
+      }
+      text.push(formData(form, record));
     }
-    if (eventKey !== event) {
-      if (event !== undefined) yield '</StudyEventData>';
-      event = eventKey;
-      yield xmlStartTag('StudyEventData', { StudyEventOID: studyEventOid(record.visit), StudyEventRepeatKey: record.instance });
-    }
-    yield formData(form, record);
+    yield text.join('');
   }
   if (event !== undefined) yield '</StudyEventData>';
   if (subject !== undefined) yield '</SubjectData>';
@@ -139,7 +143,7 @@ export async function exportOdm(
         if (options.content !== 'data') yield odmStudy(design, mdv);
         if (withData) {
           yield adminData(sites, authors, study.code, mdv, created.slice(0, 10));
-          yield* clinicalData(design, mdv, snapshot.records(scope, formIds, { withAudit: options.audit }));
+          yield* clinicalData(design, mdv, snapshot.recordBatches(scope, formIds, { withAudit: options.audit }));
         }
         yield '</ODM>\n';
       } finally {
