@@ -56,8 +56,11 @@ test-unit: install
 test-integration: install
 	$(MOCHA) --config test/.mocharc.integration.json
 
+## embeddedServer.test.ts starts, joins and kills whole PostgreSQL servers and service processes of its own data
+## folders: it runs in a mocha process of its own (in the one with every other API file its last test hung twice).
 test-api: install xmllint
 	$(MOCHA) --config test/.mocharc.api.json
+	$(MOCHA) --config test/.mocharc.embedded.json
 
 ## The staff portal and the API reference page in headless Chromium (playwright-core drives Debian's browser; npm downloads none).
 test-browser: install chromium
