@@ -21,18 +21,27 @@ const SHUTDOWN_MS = 10_000;
 export async function startServer(): Promise<Server> {
   const config = loadConfig();
   const db = await openDatabase(config, 20, { create: true });
-  const owner = await openOwnerDatabase(config, 1);
+  let server: Server;
   try {
-    await prepareSchema(owner);
-  } finally {
-    await owner.close();
+    const owner = await openOwnerDatabase(config, 1);
+    try {
+      await prepareSchema(owner);
+    } finally {
+      await owner.close();
+    }
+    // Compiling the FHIR R4 validators takes about a second: pay it at start-up, not on the first import.
+    prepareR4Validator();
+    const app = await createApp(createServices(config, db));
+    server = listen(app, config, config.port);
+    // A port already taken is a failed start, not an unhandled error event.
+    await new Promise<void>((resolve, reject) => server.once('listening', () => resolve()).once('error', reject));
+  } catch (error) {
+    // Closing stops the embedded server if this process started it and no one else uses it: a failed start
+    // never leaves a server running without its service (issue 21.12).
+    await db.close().catch(() => undefined);
+    throw error;
   }
-  // Compiling the FHIR R4 validators takes about a second: pay it at start-up, not on the first import.
-  prepareR4Validator();
-  const app = await createApp(createServices(config, db));
-  const server = listen(app, config, config.port);
   const stopCheckpoints = scheduleAuditCheckpoints(config, db.knex);
-  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   let stopping = false;
   const stop = () => {

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -15,7 +16,7 @@ import { DATABASE_VARIABLES } from '../helpers/testDatabase.js';
  */
 
 const run = promisify(execFile);
-const FOLDERS = { a: 'test-output/embedded-a', b: 'test-output/embedded-b', d: 'test-output/embedded-d' } as const;
+const FOLDERS = { a: 'test-output/embedded-a', b: 'test-output/embedded-b', d: 'test-output/embedded-d', e: 'test-output/embedded-e' } as const;
 const NONE = 'test-output/embedded-none';
 
 /** The command line with only DATA_DIR chosen (nothing inherited points it elsewhere), and its one JSON object. */
@@ -132,5 +133,20 @@ describe('the embedded server of a data folder', function () {
     expect(await services.d.exited, services.d.output()).to.deep.equal({ code: 0, signal: null });
     expect(alive(started), 'the postmaster').to.equal(false);
     expect(postmasterOf(FOLDERS.d)).to.equal(undefined);
+  });
+
+  it('fails to start on a port already taken, saying so, and leaves no embedded server running without it', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, () => resolve()));
+    try {
+      const port = (taken.address() as net.AddressInfo).port;
+      let refused = '';
+      await startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.e), PORT: String(port) }).catch((error: Error) => { refused = error.message; });
+      expect(refused).to.match(/sdx failed to start: .*EADDRINUSE/);
+      expect(fs.existsSync(path.resolve(FOLDERS.e, 'pg', 'PG_VERSION')), 'the server was made').to.equal(true);
+      expect(postmasterOf(FOLDERS.e), 'no postmaster is left').to.equal(undefined);
+    } finally {
+      taken.close();
+    }
   });
 });
