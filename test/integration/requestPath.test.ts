@@ -221,7 +221,10 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       await countRequest(db.knex, key);
       const busy = await usage(key);
       await takeBackCounts(db.knex, [refused!.receipt]);
-      expect(await usage(key)).to.deep.equal({ ...busy, request_count: busy.request_count - 1, hits: busy.hits.filter((h: number) => h !== refused!.receipt.at) });
+      // Exactly one place goes: the working count may have come in the same millisecond and keeps its own.
+      const hits = [...busy.hits];
+      hits.splice(hits.indexOf(refused!.receipt.at), 1);
+      expect(await usage(key)).to.deep.equal({ ...busy, request_count: busy.request_count - 1, hits });
       expect((await usage(key)).last_used_at).to.not.equal(before.last_used_at);
     });
 
