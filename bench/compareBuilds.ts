@@ -102,7 +102,6 @@ const bulkRead: Comparison = {
   async prepare(dist) {
     const { db, ctx, stop } = await startService(dist);
     const { study, bearer, total } = await seedBulkStudy(db.knex, (line) => process.stdout.write(`${dist}: ${line}\n`));
-    await db.settle();
     const service = await ctx.service(path.basename(dist));
     return {
       async turn() {
