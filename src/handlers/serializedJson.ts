@@ -9,8 +9,7 @@ import { compactJsonBytes } from '../compactJsonBytes.js';
  *
  * The text is kept as a head, a list of items and a tail (`head + items.join(',') + tail`), because a
  * list is far cheaper to encode item by item: V8 joins 1,000 strings into a long one and encodes that
- * at a fraction of the speed it encodes the short ones (for a 390 KB page 0.4 ms item by item against
- * 4.3 ms joined, bench/README.md).
+ * at a fraction of the speed it encodes the short ones (bench/README.md, "The records page encoded record by record").
  *
  * Items written by PostgreSQL carry its blanks after `:` and `,` (`spacedByDatabase`): they are dropped
  * from the encoded bytes, so the answer is spaced like every other (compactJsonBytes.ts).
@@ -34,8 +33,7 @@ export class SerializedJson<Body> {
 
   /**
    * The text as UTF-8, encoded once (a cached design answer is sent many times). Node sends a 1 MB Buffer
-   * far faster than the same string: answering the records page as bytes raised the bulk read from
-   * 0.58–0.64 to 0.69–0.70 of its floor (bench/README.md).
+   * far faster than the same string (bench/README.md, "JSON answers sent as bytes").
    */
   get bytes(): Buffer {
     return (this.encoded ??= this.encode());
