@@ -198,6 +198,7 @@ export async function createApi(services: Services): Promise<Api> {
       if (c.validation.errors) throw validationRefusal(c);
       c.request = backend.router.parseRequest(c.validation.coerced, operation);
       refuseUnknownParameters(c);
+      // Every operation of the contract has an operationId and its handler: `handlers` satisfies HandlerMap.
       const reply = await operationHandlers[operation.operationId!]!(c, ctx);
       if (services.config.validateResponses && reply.status !== 304 && !(reply.body instanceof StreamedBody)) {
         const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
