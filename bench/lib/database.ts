@@ -84,7 +84,8 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
     db = await openDatabase(loadConfig({ DATABASE_URL: given }), 10);
     where = `BENCH_DATABASE_URL (${new URL(given).pathname.slice(1)}, emptied first)`;
   } else if (process.env.BENCH_EMBEDDED !== '1' && await reachable(LOCAL_SERVER)) {
-    const name = `sdx_bench_${process.pid}_${Date.now().toString(36)}`;
+    // Engineers sharing one server keep to names of their own (BENCH_DATABASE_PREFIX).
+    const name = `${process.env.BENCH_DATABASE_PREFIX ?? 'sdx_bench'}_${process.pid}_${Date.now().toString(36)}`;
     await admin(LOCAL_SERVER, `create database ${name}`);
     db = await openDatabase(loadConfig({ DATABASE_URL: LOCAL_SERVER.replace(/\/postgres$/, `/${name}`) }), 10);
     where = `throwaway database ${name} on the PostgreSQL server at 127.0.0.1:5432`;
