@@ -18,7 +18,7 @@ async function routerOf(quick: boolean): Promise<OpenAPIBackend['router']> {
 
 /** A request as app.ts hands it over: Koa's path, lower-case headers and query (parsed by node:querystring, so without a prototype). */
 function koaRequest(method: string, address: string, extra: Partial<Request> = {}): Request {
-  const [path, search = ''] = address.split('?');
+  const [path = address, search = ''] = address.split('?');
   return { method, path, headers: { host: '127.0.0.1', authorization: 'Bearer sdx_x', accept: '*/*' }, query: parseQueryString(search) as Request['query'], ...extra };
 }
 
