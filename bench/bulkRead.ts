@@ -9,6 +9,7 @@
  */
 import type { Knex } from 'knex';
 import pg from 'pg';
+import { at, only, present } from '../test/helpers/only.js';
 import { exportsOfStudy } from './exports.js';
 import type { BenchContext } from './lib/context.js';
 import { expectStatus, request } from './lib/http.js';
@@ -36,7 +37,7 @@ function fixed(random: () => number, min: number, max: number, decimals: number)
 function sentFor(form: string, random: () => number, day: string): { values?: Record<string, string>; tables?: Record<string, Record<string, string>[]> } {
   switch (form) {
     case 'dm':
-      return { values: { sex: random() < 0.5 ? '1' : '2', ethnicity: ['1', '2', '9'][Math.floor(random() * 3)], height: fixed(random, 150, 195, 1), weight: fixed(random, 50, 110, 1) } };
+      return { values: { sex: random() < 0.5 ? '1' : '2', ethnicity: at(['1', '2', '9'], Math.floor(random() * 3), 'the ethnicity codes'), height: fixed(random, 150, 195, 1), weight: fixed(random, 50, 110, 1) } };
     case 'vs': {
       const sbp = Math.round(115 + random() * 35);
       return { values: { vsdate: day, sbp: String(sbp), dbp: String(sbp - 30 - Math.round(random() * 20)), hr: fixed(random, 55, 95, 0), rr: fixed(random, 12, 20, 0), temp: fixed(random, 36.1, 37.4, 1), weight: fixed(random, 50, 110, 1) } };
@@ -76,7 +77,7 @@ function* bulkRecords(study: BenchStudy, patients: BenchPatient[]): Generator<Se
   const random = randomSource(42);
   for (const patient of patients) {
     for (const [visit, form] of SCHEDULE) {
-      yield { patient, visit, form, instance: 1, content: storedContent(study.design, form, sentFor(form, random, VISIT_DAY[visit]!)) };
+      yield { patient, visit, form, instance: 1, content: storedContent(study.design, form, sentFor(form, random, present(VISIT_DAY[visit], `the day of ${visit}`))) };
     }
   }
 }
@@ -92,7 +93,7 @@ const FLOOR_SQL = `select r.id, p.subject, s.number as site, v.code as visit, f.
 /** The bulk read's study: the records seeded (set-up, not measured) and a key to read them. */
 export async function seedBulkStudy(knex: Knex, log: (line: string) => void): Promise<{ study: BenchStudy; bearer: string; total: number }> {
   const study = await createStudy(knex, demoDesign('BULK'));
-  const [key] = await makeKeys(knex, study, 1, 'Bench sponsor warehouse');
+  const key = only(await makeKeys(knex, study, 1, 'Bench sponsor warehouse'), 'the keys');
   log(`bulk read: seeding ${PATIENTS * SCHEDULE.length} records`);
   const seeded = await timed(async () => {
     const patients = await seedPatients(knex, study, PATIENTS, { sex: 'male', birthYear: 1958, enrolledOn: ENROLLED_ON });
@@ -133,10 +134,10 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
     let rows = 0;
     let after = 0;
     for (;;) {
-      const page = await client.query(FLOOR_SQL, [study.id, siteIds, after, PAGE]);
+      const page = await client.query<{ id: number }>(FLOOR_SQL, [study.id, siteIds, after, PAGE]);
       rows += page.rows.length;
       if (page.rows.length < PAGE) break;
-      after = page.rows[page.rows.length - 1].id;
+      after = at(page.rows, page.rows.length - 1, 'the page').id;
     }
     if (rows !== total) throw new Error(`bulk read floor: selected ${rows} rows of ${total}`);
     return rows;

@@ -23,6 +23,7 @@ import { expectStatus, request } from './lib/http.js';
 import { expectOnly, loadRun, loadWorld } from './lib/load.js';
 import { median, percentile, timed } from './lib/stats.js';
 import { createStudy, demoDesign, makeKeys, resetRateWindows, seedPatients } from './lib/world.js';
+import { only, present } from '../test/helpers/only.js';
 
 const WARM_UP = 3;
 
@@ -50,8 +51,8 @@ const fhirReview: Comparison = {
   async prepare(dist) {
     const { db, ctx, stop } = await startService(dist);
     const study = await createStudy(db.knex, demoDesign('FHIR'));
-    const [key] = await makeKeys(db.knex, study, 1, 'Compared build');
-    const [patient] = await seedPatients(db.knex, study, 1, { sex: 'male', birthYear: 1915, enrolledOn: '1992-12-05', site: '01' });
+    const key = only(await makeKeys(db.knex, study, 1, 'Compared build'), 'the keys');
+    const patient = only(await seedPatients(db.knex, study, 1, { sex: 'male', birthYear: 1915, enrolledOn: '1992-12-05', site: '01' }), 'the patients');
     const service = await ctx.service(path.basename(dist));
     const url = `${service.url}/api/v1/studies/${study.code}/fhir?subject=${encodeURIComponent(patient.subject)}&mode=review`;
     const body = readFileSync(FIXTURE);
@@ -82,7 +83,7 @@ const designCall: Comparison = {
     return {
       async turn() {
         await resetRateWindows(db.knex);
-        const commits = async () => (await db.knex.raw('select xact_commit::int as n from pg_stat_database where datname = current_database()')).rows[0].n as number;
+        const commits = async () => (await db.knex.raw<{ rows: [{ n: number }] }>('select xact_commit::int as n from pg_stat_database where datname = current_database()')).rows[0].n;
         const before = await commits();
         const result = await loadRun({ urls: [service.url], world, call: 'design', measure: { pids: [service.pid] } });
         expectOnly(result, ['200'], `design call by ${dist}`);
@@ -134,7 +135,7 @@ async function main(): Promise<void> {
     for (const build of builds) {
       const values = build.turns.map((t) => t.value);
       const names = Object.keys(build.turns[0]?.asides ?? {});
-      const aside = names.map((name) => `; ${name} ${median(build.turns.map((t) => t.asides![name])).toFixed(3)}`).join('');
+      const aside = names.map((name) => `; ${name} ${median(build.turns.map((t) => present(t.asides?.[name], `the aside ${name}`))).toFixed(3)}`).join('');
       process.stdout.write(`${build.dist}: median ${median(values).toFixed(1)} ${comparison.unit}, quartiles ${percentile(values, 0.25).toFixed(1)}–${percentile(values, 0.75).toFixed(1)}${aside} (${reps} turns)\n`);
     }
   } finally {

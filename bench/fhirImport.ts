@@ -18,6 +18,7 @@ import { ratioAtMost, summarise, valueBelow, type ScenarioResult } from './lib/r
 import { median, round, timed } from './lib/stats.js';
 import { cpuMs } from './lib/service.js';
 import { createStudy, demoDesign, makeKeys, seedPatients } from './lib/world.js';
+import { at, only } from '../test/helpers/only.js';
 
 export const FIXTURE = 'test/fixtures/fhir/synthea/smart-fletcher-hyatt-3794kb.json';
 /** Reviews (and floor runs) before the measured ones. */
@@ -34,16 +35,20 @@ type FhirModules = {
 
 /** The compiled modules the service runs, not their TypeScript sources. */
 async function compiled(dist: string): Promise<FhirModules> {
-  const load = (name: string) => import(pathToFileURL(path.resolve(dist, 'src/domain/fhir', `${name}.js`)).href);
-  return { parse: await load('parseFhirBody'), map: await load('mapToEcrf'), validate: await load('validateR4'), identity: await load('patientIdentity') };
+  const load = <Module>(name: string) => import(pathToFileURL(path.resolve(dist, 'src/domain/fhir', `${name}.js`)).href) as Promise<Module>;
+  return {
+    parse: await load<FhirModules['parse']>('parseFhirBody'), map: await load<FhirModules['map']>('mapToEcrf'),
+    validate: await load<FhirModules['validate']>('validateR4'), identity: await load<FhirModules['identity']>('patientIdentity'),
+  };
 }
 
 export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
   const { knex } = ctx.db;
   const study = await createStudy(knex, demoDesign('FHIR'));
-  const [key] = await makeKeys(knex, study, 1, 'Bench hospital EHR');
+  const key = only(await makeKeys(knex, study, 1, 'Bench hospital EHR'), 'the keys');
   const reps = ctx.repetitions;
   const [reviewPatient, ...savePatients] = await seedPatients(knex, study, reps + 2, { ...PATIENT, site: '01' });
+  if (!reviewPatient) throw new Error('FHIR: no patient seeded');
   const body = readFileSync(FIXTURE);
   const fhir = await compiled(ctx.dist);
 
@@ -77,7 +82,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     collectGarbage();
     floor();
   }
-  await send(savePatients[0].subject, 'save');
+  await send(at(savePatients, 0, 'the patients of save mode').subject, 'save');
   service.markMeasuring();
   const review: number[] = [];
   const floorRuns: number[] = [];
@@ -89,7 +94,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
     reviewCounts = measured.answer.counts;
     collectGarbage();
     floorRuns.push((await timed(floor)).ms);
-    ctx.log(`FHIR review ${i}/${reps}: ${measured.ms.toFixed(0)} ms, parse and map ${floorRuns[i - 1].toFixed(0)} ms`);
+    ctx.log(`FHIR review ${i}/${reps}: ${measured.ms.toFixed(0)} ms, parse and map ${at(floorRuns, i - 1, 'the floor runs').toFixed(0)} ms`);
   }
   const reviewCpuMs = (cpuMs(service.pid) - cpuBefore) / reps;
   const reviewPeakMb = service.peakMemoryMb();
@@ -98,7 +103,7 @@ export async function fhirImport(ctx: BenchContext): Promise<ScenarioResult[]> {
   const saveFloorRuns: number[] = [];
   let saveCounts: Record<string, number> = {};
   for (let i = 1; i <= reps; i++) {
-    const measured = await send(savePatients[i].subject, 'save');
+    const measured = await send(at(savePatients, i, 'the patients of save mode').subject, 'save');
     save.push(measured.ms);
     saveCounts = measured.answer.counts;
     collectGarbage();

@@ -21,6 +21,7 @@ import { ratioAtLeast, summarise, valueBelow, type ScenarioResult } from './lib/
 import { startProcess } from './lib/service.js';
 import { median, round } from './lib/stats.js';
 import { resetRateWindows } from './lib/world.js';
+import { at } from '../test/helpers/only.js';
 
 const PER_MINUTE = 600;
 const RATE_KEYS = 2;
@@ -33,7 +34,7 @@ export async function integrators(ctx: BenchContext): Promise<ScenarioResult[]> 
   const service = await ctx.service('integrators');
   const designUrl = `${service.url}/api/v1/studies/${world.study.code}`;
 
-  const design = await request('GET', designUrl, { key: world.integrators[0].key });
+  const design = await request('GET', designUrl, { key: at(world.integrators, 0, 'the integrators').key });
   expectStatus(design, 200, 'design call');
   const bodyFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'sdx-bench-')), 'design.json');
   writeFileSync(bodyFile, design.text);

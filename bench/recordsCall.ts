@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
 import type { FieldDef, StudyDesign } from '../src/domain/studyDesign/types.js';
+import { at, only, present } from '../test/helpers/only.js';
 import type { BenchContext } from './lib/context.js';
 import { expectStatus, request } from './lib/http.js';
 import { ratioAtMost, summarise, type ScenarioResult } from './lib/results.js';
@@ -122,39 +123,43 @@ export function recordsBody(patients: BenchPatient[], seed: number): string {
   const random = randomSource(seed);
   const records = patients.flatMap((p) => VISITS.flatMap((visit) => FORMS.map((form) => {
     const roll = random();
-    return { subject: p.subject, visit, form, values: recordValues(form, VISIT_DAY[visit]!, random, roll < 0.1, roll >= 0.1 && roll < 0.15) };
+    return { subject: p.subject, visit, form, values: recordValues(form, present(VISIT_DAY[visit], `the day of ${visit}`), random, roll < 0.1, roll >= 0.1 && roll < 0.15) };
   })));
   return JSON.stringify({ records });
 }
 
+/** A stored row, copied column by column; the members the copy rewrites are named. */
+type StoredRow = Record<string, unknown> & { id: number; patient_id: number };
+
 interface Written {
-  records: Record<string, any>[];
-  queries: Record<string, any>[];
-  audit: Record<string, any>[];
+  records: StoredRow[];
+  queries: (StoredRow & { record_id: number })[];
+  audit: (StoredRow & { record_id: number; details: { query_id?: number } | null })[];
 }
 
 /** What the records call wrote for these patients, as stored. */
 async function writtenFor(knex: Knex, patients: BenchPatient[]): Promise<Written> {
-  const records = await knex('records').whereIn('patient_id', patients.map((p) => p.id)).orderBy('id');
+  const records = await knex<Written['records'][number]>('records').whereIn('patient_id', patients.map((p) => p.id)).orderBy('id');
   const ids = records.map((r) => r.id);
-  const queries = await knex('queries').whereIn('record_id', ids).orderBy('id');
-  const audit = await knex('audit_events').whereIn('record_id', ids).orderBy('id');
+  const queries = await knex<Written['queries'][number]>('queries').whereIn('record_id', ids).orderBy('id');
+  const audit = await knex<Written['audit'][number]>('audit_events').whereIn('record_id', ids).orderBy('id');
   return { records, queries, audit };
 }
 
 /** A stored row as Knex inserts it again: no id, jsonb members as JSON text. */
-function copyOf(row: Record<string, any>, changes: Record<string, unknown>): Record<string, unknown> {
-  const { id: _id, ...rest } = { ...row, ...changes };
+function copyOf(row: StoredRow, changes: Record<string, unknown>): Record<string, unknown> {
+  const rest: Record<string, unknown> = { ...row, ...changes };
+  delete rest.id;
   return Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, v !== null && typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v]));
 }
 
 /** Multi-row inserts sliced under PostgreSQL's 65,535 bind parameters. */
-async function insertAll(trx: Knex, table: string, rows: Record<string, unknown>[], returning?: string): Promise<Record<string, any>[]> {
-  const out: Record<string, any>[] = [];
+async function insertAll(trx: Knex, table: string, rows: Record<string, unknown>[], returning?: 'id'): Promise<{ id: number }[]> {
+  const out: { id: number }[] = [];
   const per = Math.floor(60_000 / Math.max(1, Object.keys(rows[0] ?? {}).length));
   for (let i = 0; i < rows.length; i += per) {
     const query = trx(table).insert(rows.slice(i, i + per));
-    if (returning) out.push(...(await query.returning(returning)));
+    if (returning) out.push(...(await query.returning<{ id: number }[]>(returning)));
     else await query;
   }
   return out;
@@ -166,16 +171,17 @@ async function insertAll(trx: Knex, table: string, rows: Record<string, unknown>
  * Returns the milliseconds the transaction took.
  */
 async function insertPlainly(knex: Knex, written: Written, source: BenchPatient[], target: BenchPatient[]): Promise<number> {
-  const patientOf = new Map(source.map((p, i) => [p.id, target[i]]));
-  const moved = (r: Record<string, any>) => ({ patient_id: patientOf.get(r.patient_id)!.id });
-  const records = written.records.map((r) => copyOf(r, { ...moved(r), site_id: patientOf.get(r.patient_id)!.siteId }));
+  const patientOf = new Map(source.map((p, i) => [p.id, at(target, i, 'the target patients')]));
+  const targetOf = (r: StoredRow) => present(patientOf.get(r.patient_id), `the target of patient ${r.patient_id}`);
+  const moved = (r: StoredRow) => ({ patient_id: targetOf(r).id });
+  const records = written.records.map((r) => copyOf(r, { ...moved(r), site_id: targetOf(r).siteId }));
   const { ms } = await timed(() => knex.transaction(async (trx) => {
     const inserted = await insertAll(trx, 'records', records, 'id');
-    const recordIds = new Map(written.records.map((r, i) => [r.id, inserted[i].id]));
+    const recordIds = new Map(written.records.map((r, i) => [r.id, at(inserted, i, 'the records inserted').id]));
     const queries = await insertAll(trx, 'queries', written.queries.map((q) => copyOf(q, {
-      ...moved(q), site_id: patientOf.get(q.patient_id)!.siteId, record_id: recordIds.get(q.record_id),
+      ...moved(q), site_id: targetOf(q).siteId, record_id: recordIds.get(q.record_id),
     })), 'id');
-    const queryIds = new Map(written.queries.map((q, i) => [q.id, queries[i].id]));
+    const queryIds = new Map(written.queries.map((q, i) => [q.id, at(queries, i, 'the queries inserted').id]));
     await insertAll(trx, 'audit_events', written.audit.map((a) => copyOf(a, {
       ...moved(a), record_id: recordIds.get(a.record_id),
       details: a.details?.query_id ? { ...a.details, query_id: queryIds.get(a.details.query_id) } : a.details,
@@ -187,7 +193,7 @@ async function insertPlainly(knex: Knex, written: Written, source: BenchPatient[
 export async function recordsCall(ctx: BenchContext): Promise<ScenarioResult[]> {
   const { knex } = ctx.db;
   const study = await createStudy(knex, recordsDesign('RECS'));
-  const [key] = await makeKeys(knex, study, 1, 'Bench LIMS');
+  const key = only(await makeKeys(knex, study, 1, 'Bench LIMS'), 'the keys');
   const reps = ctx.repetitions;
   // One set of patients per call: the warm-up, each measured call, and each floor run.
   const patients = await seedPatients(knex, study, PATIENTS_PER_CALL * (2 * reps + 1), { sex: 'female', birthYear: 1960, enrolledOn: ENROLLED_ON });
@@ -199,7 +205,7 @@ export async function recordsCall(ctx: BenchContext): Promise<ScenarioResult[]> 
     const body = recordsBody(patientsOfCall, seed);
     const { ms, value } = await timed(() => request('POST', url, { key: key.key, body }));
     expectStatus(value, 200, 'records call');
-    const counts = JSON.parse(value.text).counts as Record<string, number>;
+    const { counts } = JSON.parse(value.text) as { counts: { ok: number; warn: number; skip: number; error: number } };
     if (counts.error > 0 || counts.skip > 0 || counts.ok + counts.warn !== 500) throw new Error(`records call: unexpected counts ${JSON.stringify(counts)}`);
     return { ms, counts };
   };
@@ -226,7 +232,7 @@ export async function recordsCall(ctx: BenchContext): Promise<ScenarioResult[]> 
     if (copied.records.length !== written.records.length || copied.queries.length !== written.queries.length || copied.audit.length !== written.audit.length) {
       throw new Error('records floor: it did not write the same rows as the call');
     }
-    ctx.log(`records call ${i}/${reps}: ${measured.ms.toFixed(0)} ms, floor ${floorRuns[i - 1].toFixed(0)} ms (${JSON.stringify(rows)})`);
+    ctx.log(`records call ${i}/${reps}: ${measured.ms.toFixed(0)} ms, floor ${at(floorRuns, i - 1, 'the floor runs').toFixed(0)} ms (${JSON.stringify(rows)})`);
   }
   await service.stop();
   return [summarise({

@@ -48,7 +48,9 @@ async function main(): Promise<void> {
     for (const name of only) {
       ctx.log(`— ${name}`);
       await db.settle();
-      results.push(...(await SCENARIOS[name](ctx)));
+      const scenario = SCENARIOS[name];
+      // Unknown names were refused above.
+      if (scenario) results.push(...(await scenario(ctx)));
     }
   } finally {
     await ctx.stopAll();

@@ -42,12 +42,12 @@ async function admin(url: string, sql: string): Promise<void> {
 }
 
 async function emptyAllTables(db: Database): Promise<void> {
-  const { rows } = await db.knex.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
+  const { rows } = await db.knex.raw<{ rows: { tablename: string }[] }>(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
   if (rows.length === 0) return;
   // The audit trail refuses TRUNCATE by trigger; its owner switches that off inside this transaction only.
   await db.knex.transaction(async (trx) => {
     await trx.raw('alter table audit_events disable trigger audit_events_no_truncate');
-    await trx.raw(`truncate ${rows.map((r: { tablename: string }) => `"${r.tablename}"`).join(', ')} restart identity cascade`);
+    await trx.raw(`truncate ${rows.map((r) => `"${r.tablename}"`).join(', ')} restart identity cascade`);
     await trx.raw('alter table audit_events enable trigger audit_events_no_truncate');
   });
 }
@@ -69,8 +69,8 @@ async function settle(db: Database): Promise<void> {
   await admin(db.url, 'checkpoint');
   const until = Date.now() + SETTLE_MS;
   while (Date.now() < until) {
-    const { rows } = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()`);
-    if (rows[0].n === 0) return;
+    const { rows: [workers] } = await db.knex.raw<{ rows: [{ n: number }] }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()`);
+    if (workers.n === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -97,10 +97,10 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
   }
   await migrateToLatest(db.knex);
   await emptyAllTables(db);
-  const { rows } = await db.knex.raw('show server_version');
+  const { rows: [version] } = await db.knex.raw<{ rows: [{ server_version: string }] }>('show server_version');
   return {
     ...db,
-    where: `${where}, PostgreSQL ${rows[0].server_version}`,
+    where: `${where}, PostgreSQL ${version.server_version}`,
     settle: () => settle(db),
     async close() {
       await db.close();

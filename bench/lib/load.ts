@@ -5,6 +5,7 @@
  */
 import autocannon from 'autocannon';
 import type { Knex } from 'knex';
+import { at } from '../../test/helpers/only.js';
 import type { BenchContext } from './context.js';
 import { cpuMs } from './service.js';
 import { createStudy, demoDesign, makeKeys, seedPatients, type BenchPatient, type BenchStudy } from './world.js';
@@ -61,8 +62,8 @@ async function cpuSnapshot(knex: Knex | undefined, pids: number[]): Promise<{ se
   const backends = new Map<number, number>();
   if (knex) {
     // openDatabase names each process's connections sdx-<pid>-…
-    const { rows } = await knex.raw(`select pid from pg_stat_activity where ${pids.map(() => 'application_name like ?').join(' or ')}`, pids.map((p) => `sdx-${p}-%`));
-    for (const r of rows as { pid: number }[]) backends.set(r.pid, cpuMs(r.pid));
+    const { rows } = await knex.raw<{ rows: { pid: number }[] }>(`select pid from pg_stat_activity where ${pids.map(() => 'application_name like ?').join(' or ')}`, pids.map((p) => `sdx-${p}-%`));
+    for (const r of rows) backends.set(r.pid, cpuMs(r.pid));
   }
   return { service: pids.reduce((sum, pid) => sum + cpuMs(pid), 0), backends };
 }
@@ -86,7 +87,7 @@ function recordsBody(integrator: LoadWorld['integrators'][number]): string {
   sent.set(integrator.key, first + SMALL_CALL);
   const records = Array.from({ length: SMALL_CALL }, (_, i) => {
     const n = first + i;
-    const patient = integrator.patients[Math.floor(n / LAST_INSTANCE) % PATIENTS_EACH];
+    const patient = at(integrator.patients, Math.floor(n / LAST_INSTANCE) % PATIENTS_EACH, 'the integrator\'s patients');
     const instance = (n % LAST_INSTANCE) + 1;
     return {
       subject: patient.subject, visit: 'unscheduled', form: 'vs', instance,
@@ -123,7 +124,7 @@ export async function loadRun(options: {
     timeout: 20,
     setupClient: (client) => {
       const index = nextClient++ % world.integrators.length;
-      const integrator = world.integrators[index];
+      const integrator = at(world.integrators, index, 'the integrators');
       const headers: Record<string, string> = { authorization: `Bearer ${integrator.key}` };
       if (options.call === 'records') headers['content-type'] = 'application/json';
       client.setRequests([{
@@ -182,7 +183,7 @@ export async function pacedRun(options: { url: string; world: LoadWorld; rate: n
       for (let at = start + (i * interval) / world.integrators.length; at < start + seconds * 1000; at += interval) {
         due.push(new Promise((resolve) => {
           setTimeout(() => {
-            fetch(url, { headers: { authorization: `Bearer ${integrator.key}` } })
+            void fetch(url, { headers: { authorization: `Bearer ${integrator.key}` } })
               .then(async (response) => { await response.arrayBuffer(); return response.status; }, () => 'error' as const)
               .then((status) => resolve({ status, ms: performance.now() - at }));
           }, at - performance.now());
@@ -194,7 +195,7 @@ export async function pacedRun(options: { url: string; world: LoadWorld; rate: n
   const statuses: Record<string, number> = {};
   for (const a of answers) if (a.status !== 'error') statuses[a.status] = (statuses[a.status] ?? 0) + 1;
   const latencies = answers.map((a) => a.ms).sort((a, b) => a - b);
-  const percentile = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)]);
+  const percentile = (p: number) => Math.round(at(latencies, Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1), 'the latencies'));
   return {
     rps: answers.length / seconds,
     p50: percentile(50),

@@ -15,9 +15,9 @@ function areaOf(frame: CallFrame): string {
   const url = frame.url;
   if (!url) return frame.functionName.startsWith('(') ? frame.functionName : '(native)';
   const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (modules) return modules[1];
+  if (modules?.[1]) return modules[1];
   const source = /\/(src\/[^/]+(?:\/[^/]+)?)\/[^/]+\.js$/.exec(url);
-  if (source) return source[1].replace(/\/[^/]+\.js$/, '');
+  if (source?.[1]) return source[1].replace(/\/[^/]+\.js$/, '');
   if (url.startsWith('node:')) return 'node:internal';
   return path.basename(url);
 }

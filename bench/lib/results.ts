@@ -2,6 +2,7 @@
  * What a scenario reports: the median and p95 of its repeated runs, its floor (the same work done the
  * plainest possible way, measured in the same run) and the ratio between them, with the issue's target.
  */
+import { at } from '../../test/helpers/only.js';
 import { median, percentile, round } from './stats.js';
 
 export interface ScenarioResult {
@@ -51,7 +52,7 @@ export function summarise(input: {
   const paired = floorRuns.length === input.runs.length && floorRuns.length > 0;
   const ratio = floorRuns.length === 0
     ? null
-    : paired ? median(input.runs.map((v, i) => v / floorRuns[i])) : median(input.runs) / median(floorRuns);
+    : paired ? median(input.runs.map((v, i) => v / at(floorRuns, i, 'the floor runs'))) : median(input.runs) / median(floorRuns);
   const med = median(input.runs);
   return {
     scenario: input.scenario,

@@ -3,19 +3,22 @@
  * runs themselves: with five runs the p95 is the largest, with three the median is the middle one.
  */
 
+import { at } from '../../test/helpers/only.js';
+
 /** The value at rank ceil(q·n) of the sorted values (nearest-rank percentile). */
 export function percentile(values: readonly number[], q: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
-  return sorted[rank - 1];
+  return at(sorted, rank - 1, 'the sorted values');
 }
 
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const middle = at(sorted, mid, 'the sorted values');
+  return sorted.length % 2 === 1 ? middle : (at(sorted, mid - 1, 'the sorted values') + middle) / 2;
 }
 
 /** Rounds for reporting: three significant digits are all a shared 2-core machine can stand behind. */

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { at } from '../../test/helpers/only.js';
 import type { Actor } from '../../src/domain/actor.js';
 import { createApiKey } from '../../src/domain/apiKeys/createApiKey.js';
 import { grantRole } from '../../src/domain/people/roles.js';
@@ -76,11 +77,12 @@ export async function makeKeys(knex: Knex, study: BenchStudy, count: number, nam
 /** Rows per multi-row INSERT: far below PostgreSQL's 65,535 bind parameters for every table here. */
 const CHUNK = 1000;
 
-async function insertChunked(knex: Knex, table: string, rows: Record<string, unknown>[], returning?: string): Promise<Record<string, any>[]> {
-  const out: Record<string, any>[] = [];
+/** Inserts `rows` in chunks; with `returning`, gives the new rows' ids in the order of `rows`. */
+async function insertChunked(knex: Knex, table: string, rows: Record<string, unknown>[], returning?: 'id'): Promise<{ id: number }[]> {
+  const out: { id: number }[] = [];
   for (let i = 0; i < rows.length; i += CHUNK) {
     const query = knex(table).insert(rows.slice(i, i + CHUNK));
-    if (returning) out.push(...(await query.returning(returning)));
+    if (returning) out.push(...(await query.returning<{ id: number }[]>(returning)));
     else await query;
   }
   return out;
@@ -97,10 +99,10 @@ export async function seedPatients(
   who: { sex: 'female' | 'male'; birthYear: number; enrolledOn: string; site?: string },
 ): Promise<BenchPatient[]> {
   const sites = who.site ? [[who.site, study.sites.get(who.site)!] as const] : [...study.sites.entries()];
-  const { rows } = await knex.raw('select id, last_seq from sites where study_id = ?', [study.id]);
-  const seq = new Map<number, number>(rows.map((r: { id: number; last_seq: number }) => [r.id, r.last_seq]));
+  const { rows } = await knex.raw<{ rows: { id: number; last_seq: number }[] }>('select id, last_seq from sites where study_id = ?', [study.id]);
+  const seq = new Map<number, number>(rows.map((r) => [r.id, r.last_seq]));
   const planned = Array.from({ length: count }, (_, i) => {
-    const [number, siteId] = sites[i % sites.length];
+    const [number, siteId] = at(sites, i % sites.length, 'the sites');
     const next = seq.get(siteId)! + 1;
     seq.set(siteId, next);
     return {
@@ -111,7 +113,10 @@ export async function seedPatients(
   const inserted = await insertChunked(knex, 'patients', planned, 'id');
   await insertChunked(knex, 'consents', inserted.map((p) => ({ patient_id: p.id, given_on: who.enrolledOn })));
   for (const [siteId, last] of seq) await knex('sites').where({ id: siteId }).update({ last_seq: last });
-  return inserted.map((p, i) => ({ id: p.id, subject: planned[i].subject, siteId: planned[i].site_id }));
+  return inserted.map((p, i) => {
+    const row = at(planned, i, 'the patients planned');
+    return { id: p.id, subject: row.subject, siteId: row.site_id };
+  });
 }
 
 /** A record's content as the records path stores it, refusing anything the API would refuse. */

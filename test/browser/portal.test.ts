@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 import { openBrowser, type Browser } from './browser.js';
 
-type Item = Record<string, any>;
+type Item = AnswerOf<'importFhirRecord', 201>['items'][number];
 
 const MANAGER = { email: 'manager@demo.test', name: 'Dana Manager' };
 
@@ -73,9 +74,9 @@ describe('staff portal in a browser', () => {
     await browser.screenshot('04-key-made');
 
     for (let i = 0; i < 3; i++) {
-      const res = await app.call('GET', `/api/v1/studies/${world.code}`, { key: value });
+      const res = await app.call<AnswerOf<'getStudyDesign', 200>>('GET', `/api/v1/studies/${world.code}`, { key: value });
       expect(res.status).to.equal(200);
-      expect(res.body.sites.map((s: { number: string }) => s.number)).to.deep.equal(['01']);
+      expect(res.body.sites.map((s) => s.number)).to.deep.equal(['01']);
     }
     const read = await app.call('GET', `/api/v1/studies/${world.code}/patients`, { key: value });
     expect(read.status).to.equal(200);
@@ -96,22 +97,22 @@ describe('staff portal in a browser', () => {
     expect(await page.textContent('.notice')).to.match(/Key \d+ is revoked/);
     expect((await page.locator('#keys tr', { hasText: 'Ward LIMS' }).locator('.key-state').textContent())!.trim()).to.equal('revoked');
     await browser.screenshot('07-key-revoked');
-    const refused = await app.call('GET', `/api/v1/studies/${world.code}`, { key: value });
+    const refused = await app.call<Problem>('GET', `/api/v1/studies/${world.code}`, { key: value });
     expect(refused.status).to.equal(401);
     expect(refused.body.code).to.equal('key_revoked');
   });
 
   it('confirms a FHIR import on its review page item by item; the API then reads the values back, the confirming person in the audit trail', async () => {
     const { page } = browser;
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' } });
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' } });
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
-    const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+    const saved = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
       key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '80', hr: '70' } }] },
     });
     expect(saved.body.counts.ok).to.equal(1);
     const fhir = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json');
-    const proposed = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: fhir, contentType: 'application/fhir+json' });
+    const proposed = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: fhir, contentType: 'application/fhir+json' });
     expect(proposed.status).to.equal(201);
     const items: Item[] = proposed.body.items;
     const position = (form: string, field: string) => items.findIndex((i) => i.visit === 'screening' && i.form === form && i.field === field && i.state !== 'skipped');
@@ -125,7 +126,7 @@ describe('staff portal in a browser', () => {
 
     // Item by item: the new vital signs and demographics values, and "replace" for the conflicting systolic pressure.
     const chosen = ['vs', 'dm'].flatMap((form) => items.flatMap((i, p) => (i.visit === 'screening' && i.form === form && i.state === 'new' ? [p] : [])));
-    expect(chosen.map((p) => items[p].field)).to.have.members(['weight', 'height', 'weight']);
+    expect(chosen.map((p) => items[p]?.field)).to.have.members(['weight', 'height', 'weight']);
     for (const p of chosen) await page.check(`#take_${p}`);
     await page.check(`input[name=conflict_${sbp}][value=replace]`);
     await browser.screenshot('09-fhir-review-chosen');
@@ -136,14 +137,14 @@ describe('staff portal in a browser', () => {
     expect(await page.locator('#confirm-chosen').count(), 'a decided import offers no second confirmation').to.equal(0);
     await browser.screenshot('10-fhir-confirmed');
 
-    const records = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&visit=screening`, { key: world.key });
+    const records = await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&visit=screening`, { key: world.key });
     expect(records.status).to.equal(200);
-    const byForm = Object.fromEntries(records.body.records.map((r: Item) => [r.form, r]));
-    expect(byForm.vs.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81.0' });
+    const byForm = Object.fromEntries(records.body.records.map((r) => [r.form, r]));
+    expect(byForm.vs?.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', hr: '70', weight: '81.0' });
     expect(byForm.dm).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81.0' } });
     expect(byForm.lab_hem, 'values not chosen are not saved').to.equal(undefined);
     const trail = await app.db.knex('audit_events as a').join('patients as p', 'p.id', 'a.patient_id')
-      .where({ 'p.subject': subject, 'a.field_code': 'sbp', 'a.action': 'record.value_changed' }).first('a.author', 'a.old_value', 'a.new_value');
+      .where({ 'p.subject': subject, 'a.field_code': 'sbp', 'a.action': 'record.value_changed' }).first<{ author: string; old_value: string | null; new_value: string | null } | undefined>('a.author', 'a.old_value', 'a.new_value');
     expect(trail).to.deep.equal({ author: MANAGER.name, old_value: '140', new_value: '136' });
 
     await page.click(`text=Card of patient ${subject}`);
@@ -157,10 +158,10 @@ describe('staff portal in a browser', () => {
 
   it('records consent on the patient card, after which a records call for the patient is saved (issue 19, point 2)', async () => {
     const { page } = browser;
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-02' } });
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-02' } });
     const subject: string = enrolled.body.subject;
     const records = { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2026-02-16', sbp: '126', dbp: '79', hr: '66' } }] };
-    const refused = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
+    const refused = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
     expect(refused.body.results[0]).to.deep.include({ status: 'error', code: 'consent_missing' });
 
     await page.goto(url(`/p/${world.code}/s/${subject}`));
@@ -174,9 +175,9 @@ describe('staff portal in a browser', () => {
     expect(await page.locator('#audit tr', { hasText: /consent\.given|Consent given/ }).locator('.author').textContent()).to.equal(MANAGER.name);
     await browser.screenshot('15-consent-recorded');
 
-    const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
+    const saved = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: records });
     expect(saved.status).to.equal(200);
-    expect(['ok', 'warn']).to.include(saved.body.results[0].status);
+    expect(['ok', 'warn']).to.include(saved.body.results[0]?.status);
   });
 
   it('shows the pages in Russian and signs out', async () => {

@@ -2,10 +2,10 @@
 export async function capturingStderr<T>(task: () => Promise<T>): Promise<{ result: T; stderr: string }> {
   const write = process.stderr.write.bind(process.stderr);
   let stderr = '';
-  process.stderr.write = ((chunk: string | Uint8Array) => {
+  process.stderr.write = (chunk: string | Uint8Array) => {
     stderr += chunk.toString();
     return true;
-  }) as typeof process.stderr.write;
+  };
   try {
     return { result: await task(), stderr };
   } finally {

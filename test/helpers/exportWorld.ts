@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from './factories.js';
+import type { RecordInput } from '../../src/domain/records/submitRecords.js';
+import type { AnswerOf } from './answerTypes.js';
 import type { TestApp } from './testApp.js';
 import { resetDatabase } from './testDatabase.js';
 
@@ -15,8 +17,6 @@ export interface ExportWorld extends StudyWorld {
   withdrawn: string;
 }
 
-type Row = Record<string, any>;
-
 /** Builds the export tests' study through the API, as an integrator would fill it. */
 export async function createExportWorld(app: TestApp, code: string): Promise<ExportWorld> {
   await resetDatabase(app.db.knex);
@@ -24,13 +24,13 @@ export async function createExportWorld(app: TestApp, code: string): Promise<Exp
   const base = `/api/v1/studies/${code}`;
   const subjects: string[] = [];
   for (const [site, sex, year] of [['01', 'female', 1961], ['01', 'male', 1970], ['02', 'female', 1985], ['01', 'other', 1990]] as const) {
-    const res = await app.call('POST', `${base}/patients`, { key: world.key, body: { site, sex, birth_year: year, enrolled_on: '2026-01-05' } });
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `${base}/patients`, { key: world.key, body: { site, sex, birth_year: year, enrolled_on: '2026-01-05' } });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     subjects.push(res.body.subject);
     await giveConsent(app.db.knex, code, res.body.subject);
   }
   const [a, b, c, d] = subjects as [string, string, string, string];
-  const records: Row[] = [
+  const records: RecordInput[] = [
     { subject: a, visit: 'screening', form: 'dm', values: { sex: '1', ethnicity: '2', height: '168', weight: '71.5' } },
     { subject: a, visit: 'screening', form: 'vs', values: { vsdate: '2025-12-28', sbp: '232', dbp: '95', hr: '71', temp: '36.6' }, not_done: { rr: 'ND', weight: 'UNK' } },
     { subject: a, visit: 'screening', form: 'mh', tables: { conditions: [
@@ -45,11 +45,11 @@ export async function createExportWorld(app: TestApp, code: string): Promise<Exp
     { subject: c, visit: 'screening', form: 'lab_chem', status: 'draft', values: { glucose: '5.4', creat: '83' } },
     { subject: d, visit: 'screening', form: 'vs', values: { vsdate: '2025-12-30', sbp: '150', dbp: '90', hr: '75' } },
   ];
-  const sent = await app.call('POST', `${base}/records`, { key: world.key, body: { records } });
+  const sent = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { key: world.key, body: { records } });
   expect(sent.status, JSON.stringify(sent.body)).to.equal(200);
   expect(sent.body.counts.error, JSON.stringify(sent.body.results)).to.equal(0);
   // An update, so that a value has a history in the audit trail.
-  const updated = await app.call('POST', `${base}/records`, { key: world.key, body: { records: [{ subject: c, visit: 'screening', form: 'vs', update: true, values: { hr: '82' } }] } });
+  const updated = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { key: world.key, body: { records: [{ subject: c, visit: 'screening', form: 'vs', update: true, values: { hr: '82' } }] } });
   expect(updated.body.counts.ok, JSON.stringify(updated.body)).to.equal(1);
   await inTransaction(app.db.knex, (s) => recordConsent(s, operator, { study: code, subject: d, change: { withdrawn: '2026-02-01', dataUse: true } }));
 
@@ -61,12 +61,12 @@ export async function createExportWorld(app: TestApp, code: string): Promise<Exp
 }
 
 /** Every saved record the key may read, through the records read itself. */
-export async function recordsRead(app: TestApp, code: string, key: string): Promise<Row[]> {
-  const rows: Row[] = [];
+export async function recordsRead(app: TestApp, code: string, key: string): Promise<AnswerOf<'listFormRecords', 200>['records']> {
+  const rows: AnswerOf<'listFormRecords', 200>['records'] = [];
   let after: string | null = null;
   do {
     const query: string = after ? `?after=${after}` : '';
-    const page = await app.call('GET', `/api/v1/studies/${code}/records${query}`, { key });
+    const page = await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${code}/records${query}`, { key });
     expect(page.status).to.equal(200);
     rows.push(...page.body.records);
     after = page.body.next;

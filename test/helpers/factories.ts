@@ -52,8 +52,9 @@ export async function makeKey(knex: Knex, input: Partial<NewApiKey> & { study: s
 }
 
 export async function addPerson(knex: Knex, study: string, email: string, role: { role: 'manager' | 'site_staff'; canExport?: boolean; unblinded?: boolean; sites?: string[] }): Promise<void> {
+  const [name = email] = email.split('@');
   await inTransaction(knex, async (s) => {
-    await addUser(s.people, { email, name: email.split('@')[0] });
+    await addUser(s.people, { email, name });
     await grantRole(s, operator, { study, email, role: role.role, canExport: role.canExport ?? false, unblinded: role.unblinded ?? false, sites: role.sites });
   });
 }

@@ -12,6 +12,9 @@ import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
  * use cases under test never call throws, so a test cannot pass through a fake that fakes nothing.
  */
 
+/* eslint-disable @typescript-eslint/require-await -- the fakes implement the stores' async interfaces in memory:
+   `async` keeps each answer and each throw a promise, as the real stores' are, with nothing to await. */
+
 const keyOf = (k: RecordKey) => `${k.patientId}|${k.visitId}|${k.formId}|${k.instance}`;
 const copy = <T>(value: T): T => structuredClone(value);
 

@@ -89,7 +89,7 @@ export async function startFhirServer(files: string[], options: { everything?: b
       if (!patient) return send(res, 404, outcome('not-found', `Patient/${id} is not known`));
       return send(res, 200, page(url, [patient, ...resources.filter((r) => patientOf(r) === id)]));
     }
-    if (!id && SEARCHABLE.has(type)) {
+    if (!id && type && SEARCHABLE.has(type)) {
       const wanted = (url.searchParams.get('patient') ?? url.searchParams.get('subject') ?? '').replace(/^Patient\//, '');
       if (!wanted) return send(res, 400, outcome('required', 'search by patient only'));
       return send(res, 200, page(url, resources.filter((r) => r.resourceType === type && patientOf(r) === wanted)));

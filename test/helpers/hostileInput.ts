@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
+import type { AnswerOf } from './answerTypes.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from './factories.js';
 import { startTestApp, type Reply, type TestApp } from './testApp.js';
+import { only } from './only.js';
 import { resetDatabase } from './testDatabase.js';
 
 /**
@@ -76,7 +78,7 @@ export function expectNoFault(reply: Reply, context = ''): void {
 export async function footprint(knex: Knex): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of ['records', 'queries', 'audit_events', 'patients', 'fhir_imports']) {
-    counts[table] = Number((await knex(table).count({ n: '*' }))[0].n);
+    counts[table] = Number(only(await knex(table).count({ n: '*' }), `the count of ${table}`).n);
   }
   counts.fhir_import_items = await fhirImportItems(knex);
   return counts;
@@ -84,8 +86,8 @@ export async function footprint(knex: Knex): Promise<Record<string, number>> {
 
 /** How many items all FHIR imports hold (each import keeps its items in its own row). */
 export async function fhirImportItems(knex: Knex): Promise<number> {
-  const { rows } = await knex.raw('select coalesce(sum(json_array_length(items)), 0)::int as n from fhir_imports');
-  return rows[0].n;
+  const { rows: [summed] } = await knex.raw<{ rows: [{ n: number }] }>('select coalesce(sum(json_array_length(items)), 0)::int as n from fhir_imports');
+  return summed.n;
 }
 
 /** Text as the portal's templates (Eta, autoEscape) write it into a page. */
@@ -109,7 +111,7 @@ export async function startHostileWorld(): Promise<{ app: TestApp; world: StudyW
   const app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
   await resetDatabase(app.db.knex);
   const world = await createStudyWorld(app.db.knex);
-  const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
+  const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, {
     key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' },
   });
   await giveConsent(app.db.knex, world.code, enrolled.body.subject, '2026-03-01');

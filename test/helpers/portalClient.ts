@@ -32,7 +32,7 @@ export class PortalClient {
       body,
     });
     for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
+      const [pair = ''] = line.split(';');
       const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
       if (/max-age=0/i.test(line) || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);

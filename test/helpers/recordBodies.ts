@@ -1,4 +1,5 @@
 import type { RecordInput } from '../../src/domain/records/submitRecords.js';
+import { at } from './only.js';
 
 /**
  * A full records call for a study of the demo design: `count` new forms of the repeating unscheduled
@@ -10,14 +11,14 @@ import type { RecordInput } from '../../src/domain/records/submitRecords.js';
 export function unscheduledVisitsBody(subjects: string[], count = 500): { records: RecordInput[] } {
   const instances = new Map<string, number>();
   const records = Array.from({ length: count }, (_, i): RecordInput => {
-    const subject = subjects[i % subjects.length];
+    const subject = at(subjects, i % subjects.length, 'the subjects');
     const form = i % 5 === 4 ? 'ae' : 'vs';
     const instance = (instances.get(`${subject}/${form}`) ?? 0) + 1;
     instances.set(`${subject}/${form}`, instance);
-    const at = { subject, visit: 'unscheduled', form, instance };
-    if (form === 'ae') return { ...at, tables: { events: [{ term: `Headache ${i}`, onset: '2026-02-02', severity: 'mild', serious: 'no' }] } };
+    const placed = { subject, visit: 'unscheduled', form, instance };
+    if (form === 'ae') return { ...placed, tables: { events: [{ term: `Headache ${i}`, onset: '2026-02-02', severity: 'mild', serious: 'no' }] } };
     const values = { vsdate: '2026-02-01', sbp: i % 7 === 0 ? '232' : '120', dbp: i % 9 === 0 ? '125' : '80', hr: String(60 + (i % 30)) };
-    return { ...at, values, ...(i % 11 === 0 ? { status: 'draft' as const } : {}) };
+    return { ...placed, values, ...(i % 11 === 0 ? { status: 'draft' as const } : {}) };
   });
   return { records };
 }

@@ -87,12 +87,12 @@ export function scanResponse(where: string, contentType: string, text: string): 
 function readPageProblems(page: unknown): string[] {
   if (typeof page !== 'object' || page === null || Array.isArray(page) || !('watermark' in page)) return [];
   const members = page as Record<string, unknown>;
-  const call = Object.keys(READ_ROW_MEMBERS).find((c) => Array.isArray(members[c]));
-  if (!call) return [];
+  const [call, rowMembers] = Object.entries(READ_ROW_MEMBERS).find(([c]) => Array.isArray(members[c])) ?? [];
+  if (!call || !rowMembers) return [];
   const extra = (object: object, allowed: string[]) => Object.keys(object).filter((m) => !allowed.includes(m));
   return [
     ...extra(members, [call, ...PAGE_MEMBERS]).map((m) => `page: ${m}`),
-    ...(members[call] as object[]).flatMap((row) => extra(row, READ_ROW_MEMBERS[call]).map((m) => `${call} row: ${m}`)),
+    ...(members[call] as object[]).flatMap((row) => extra(row, rowMembers).map((m) => `${call} row: ${m}`)),
     ...((members.removed ?? []) as object[]).flatMap((removal) => extra(removal, REMOVAL_MEMBERS).map((m) => `removal: ${m}`)),
   ];
 }

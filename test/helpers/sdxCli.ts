@@ -1,16 +1,21 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { only } from './only.js';
 import { testEnv } from './testDatabase.js';
 
 const run = promisify(execFile);
 
-/** Runs the real command line (`sdx … --json`) on the suite's database and parses its one JSON object. */
-export async function sdx(...args: string[]): Promise<any> {
-  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } }).catch((e) => e);
-  const lines = String(stdout).trim().split('\n');
+/**
+ * Runs the real command line (`sdx … --json`) on the suite's database and parses its one JSON object,
+ * printed whether the command succeeded or failed.
+ */
+export async function sdx<T = any>(...args: string[]): Promise<T> {
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } })
+    .catch((failed: { stdout: string }) => failed);
+  const lines = stdout.trim().split('\n');
   expect(lines, `sdx ${args.join(' ')} prints one JSON object`).to.have.length(1);
-  return JSON.parse(lines[0]);
+  return JSON.parse(only(lines, 'the JSON lines printed')) as T;
 }
 
 /** The exit code of a command line run (0 when it succeeded). */

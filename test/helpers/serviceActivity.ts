@@ -18,14 +18,14 @@ const ofProcess = (pid: number) => `sdx-${pid}-%`;
  * stops a request right there.
  */
 export async function blockedIn(knex: Knex, pid: number, statement = /(?:)/): Promise<boolean> {
-  const { rows } = await knex.raw(
+  const { rows } = await knex.raw<{ rows: { query: string }[] }>(
     "select query from pg_stat_activity where application_name like ? and wait_event_type = 'Lock' and backend_xid is not null", [ofProcess(pid)],
   );
-  return rows.some((r: { query: string }) => statement.test(r.query));
+  return rows.some((r) => statement.test(r.query));
 }
 
 /** How many connections a service process still holds. */
 export async function connectionsOf(knex: Knex, pid: number): Promise<number> {
-  const { rows } = await knex.raw('select count(*)::int as n from pg_stat_activity where application_name like ?', [ofProcess(pid)]);
-  return rows[0].n;
+  const { rows: [counted] } = await knex.raw<{ rows: [{ n: number }] }>('select count(*)::int as n from pg_stat_activity where application_name like ?', [ofProcess(pid)]);
+  return counted.n;
 }

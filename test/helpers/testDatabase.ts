@@ -98,8 +98,8 @@ export async function closeTestDatabase(): Promise<void> {
  */
 export async function resetDatabase(knex: Knex): Promise<void> {
   const owner = (await testOwnerDatabase()).knex;
-  const { rows } = await knex.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
-  const tables = rows.map((r: { tablename: string }) => `"${r.tablename}"`).join(', ');
+  const { rows } = await knex.raw<{ rows: { tablename: string }[] }>(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`);
+  const tables = rows.map((r) => `"${r.tablename}"`).join(', ');
   await owner.transaction(async (trx) => {
     await trx.raw('alter table audit_events disable trigger audit_events_no_truncate');
     await trx.raw(`truncate ${tables} restart identity cascade`);

@@ -6,6 +6,7 @@ import { createStores } from '../../src/db/stores.js';
 import type { AuditReadRow } from '../../src/domain/reads/auditRows.js';
 import type { PageRequest, ReadScope } from '../../src/domain/stores.js';
 import { createStudyWorld, demoDesign } from '../helpers/factories.js';
+import { at } from '../helpers/only.js';
 import { resetDatabase, testDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -34,23 +35,24 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
     await resetDatabase(knex);
     await createStudyWorld(knex);
     await createStudyWorld(knex, demoDesign('OTHER'));
-    const studies: Record<string, { id: number; patients: number[]; records: number[] }> = {};
-    for (const code of ['DEMO', 'OTHER']) {
+    // Filled for both codes by the loop below.
+    const studies = {} as Record<'DEMO' | 'OTHER', { id: number; patients: number[]; records: number[] }>;
+    for (const code of ['DEMO', 'OTHER'] as const) {
       const stores = createStores(knex);
       const study = (await stores.studies.findByCode(code))!;
       const ids = await stores.studies.designIds(study);
       const sites = await stores.studies.sites(study);
-      const patients = await knex('patients').insert(sites.flatMap((site) => Array.from({ length: 40 }, (_, i) => ({
+      const patients = await knex<{ id: number; site_id: number }>('patients').insert(sites.flatMap((site) => Array.from({ length: 40 }, (_, i) => ({
         study_id: study.id, site_id: site.id, subject: `${site.number}-${String(i + 1).padStart(3, '0')}`, sex: 'female', birth_year: 1970, enrolled_on: '2026-01-01',
-      })))).returning(['id', 'site_id']);
-      const records = await knex('records').insert(patients.flatMap((p: { id: number; site_id: number }) => ['vs', 'ip_alloc'].map((form) => ({
+      })))).returning<{ id: number; site_id: number }[]>(['id', 'site_id']);
+      const records = await knex('records').insert(patients.flatMap((p) => ['vs', 'ip_alloc'].map((form) => ({
         study_id: study.id, patient_id: p.id, site_id: p.site_id, visit_id: ids.visits.get('baseline')!, form_id: ids.forms.get(form)!, instance: 1, status: 'complete', source: 'api', values: {},
-      })))).returning(['id', 'patient_id', 'form_id']);
-      studies[code] = { id: study.id, patients: patients.map((p: { id: number }) => p.id), records: records.map((r: { id: number }) => r.id) };
+      })))).returning<{ id: number; patient_id: number; form_id: number }[]>(['id', 'patient_id', 'form_id']);
+      studies[code] = { id: study.id, patients: patients.map((p) => p.id), records: records.map((r) => r.id) };
       if (code === 'DEMO') {
         siteIds = sites.map((s) => s.id);
         scope = { studyId: study.id, siteIds, hiddenFormIds: [ids.forms.get('ip_alloc')!] };
-        hiddenRecords = records.filter((r: { form_id: number }) => r.form_id === ids.forms.get('ip_alloc')).map((r: { id: number }) => r.id);
+        hiddenRecords = records.filter((r) => r.form_id === ids.forms.get('ip_alloc')).map((r) => r.id);
       }
     }
     // Rows of both studies by turns, so ids have gaps within a study; every 7th is about no patient, every 11th about no
@@ -64,11 +66,11 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
       from generate_series(1, ?::int) g
       join (values (?::int, ?::int[], ?::bigint[]), (?::int, ?::int[], ?::bigint[])) as s(id, patients, records) on s.id = case when g % 2 = 0 then ? else ? end::int`,
     [ROWS, studies.DEMO.id, studies.DEMO.patients, studies.DEMO.records, studies.OTHER.id, studies.OTHER.patients, studies.OTHER.records, studies.DEMO.id, studies.OTHER.id]);
-    withdrawnPatient = studies.DEMO.patients[1];
+    withdrawnPatient = at(studies.DEMO.patients, 1, 'the DEMO patients');
     await knex('patients').where({ id: withdrawnPatient }).update({ data_use_withdrawn_at: knex.fn.now() });
     // Only the tables' owner may analyze them; the runtime role would be skipped with a warning.
     await (await testOwnerDatabase()).knex.raw('analyze patients, records, audit_events');
-    chain = await knex('audit_events').where({ study_id: scope.studyId }).orderBy('id').pluck('id');
+    chain = (await knex<{ id: number; study_id: number }>('audit_events').where({ study_id: scope.studyId }).orderBy('id').select('id')).map((r) => r.id);
   });
 
   const page = (p: Partial<PageRequest> = {}): PageRequest => ({ afterId: 0, limit: 501, updatedSince: null, ...p });
@@ -80,7 +82,7 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
       const found = await store.auditPage(s, {}, page({ afterId, limit }));
       rows.push(...found);
       if (found.length < limit) return rows;
-      afterId = found[found.length - 1].id;
+      afterId = at(found, found.length - 1, 'the page').id;
     }
   }
 
@@ -88,7 +90,7 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
     // The study's own rows too: its key's creation and its manager's role.
     expect(chain.length).to.equal(ROWS / 2 + 2);
     const positions = new Map(chain.map((id, i) => [id, i + 1]));
-    for (const s of [scope, { ...scope, siteIds: [siteIds[1]] }]) {
+    for (const s of [scope, { ...scope, siteIds: [at(siteIds, 1, 'the sites')] }]) {
       const rows = await readAll(s, 97);
       expect(rows.length).to.be.above(500);
       for (const row of rows) expect(row.position, `row ${row.id}`).to.equal(positions.get(row.id));
@@ -97,9 +99,10 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
 
   it('leaves out rows about no patient, the identity links, a withdrawn patient and hidden forms, and keeps rows about no record', async () => {
     const rows = await readAll(scope, 1000);
-    const stored = await db.knex('audit_events').whereIn('id', rows.map((r) => r.id)).select('id', 'action', 'patient_id', 'record_id');
+    const stored = await db.knex<{ id: number; action: string; patient_id: number | null; record_id: number | null }>('audit_events')
+      .whereIn('id', rows.map((r) => r.id)).select('id', 'action', 'patient_id', 'record_id');
     expect(stored.some((r) => r.patient_id === null || r.action === 'patient.fhir_identity_linked' || r.patient_id === withdrawnPatient)).to.equal(false);
-    expect(stored.some((r) => hiddenRecords.includes(r.record_id))).to.equal(false);
+    expect(stored.some((r) => r.record_id !== null && hiddenRecords.includes(r.record_id))).to.equal(false);
     expect(stored.filter((r) => r.record_id === null).length, 'consent rows').to.be.above(0);
     const unblinded = await readAll({ ...scope, hiddenFormIds: [] }, 1000);
     expect(unblinded.length - rows.length, 'rows about the hidden form').to.be.above(0);
@@ -107,22 +110,24 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
   });
 
   it('reads a page through an index of audit_events in id order, never sorting the trail', async () => {
-    for (const s of [scope, { ...scope, siteIds: [siteIds[0]] }]) {
+    for (const s of [scope, { ...scope, siteIds: [at(siteIds, 0, 'the sites')] }]) {
       const captured: { sql: string; bindings: unknown[] }[] = [];
       const listener = (q: { sql: string; bindings: unknown[] }) => captured.push(q);
       db.knex.on('query', listener);
       try {
-        await auditReadStore(db.knex).auditPage(s, {}, page({ afterId: chain[100] }));
+        await auditReadStore(db.knex).auditPage(s, {}, page({ afterId: at(chain, 100, 'the chain') }));
       } finally {
         db.knex.removeListener('query', listener);
       }
       // The first query is the page; the second numbers its rows.
-      const { rows } = await db.knex.raw(`explain (format json) ${captured[0].sql.replace(/\$\d+/g, '?')}`, captured[0].bindings as Knex.RawBinding[]);
-      const plan: PlanNode = rows[0]['QUERY PLAN'][0].Plan;
+      const pageQuery = at(captured, 0, 'the queries run');
+      const { rows: [explained] } = await db.knex.raw<{ rows: [{ 'QUERY PLAN': [{ Plan: PlanNode }] }] }>(
+        `explain (format json) ${pageQuery.sql.replace(/\$\d+/g, '?')}`, pageQuery.bindings as Knex.RawBinding[]);
+      const plan = explained['QUERY PLAN'][0].Plan;
       const nodes = nodesOf(plan);
       const shown = JSON.stringify(plan);
       expect(nodes.filter((n) => n['Relation Name'] === 'audit_events').map((n) => n['Node Type']), shown).to.satisfy(
-        (types: string[]) => types.length === 1 && ['Index Scan', 'Index Only Scan'].includes(types[0]));
+        (types: string[]) => types.length === 1 && ['Index Scan', 'Index Only Scan'].includes(types[0] ?? ''));
       expect(nodes.map((n) => n['Node Type']), shown).to.not.include('Sort');
       expect(plan['Node Type'], shown).to.equal('Limit');
     }

@@ -16,6 +16,7 @@ import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, demoDesign, giveConsent, operator } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
 import { resetDatabase, suiteAdminUrl, testDatabase, testEnv } from '../helpers/testDatabase.js';
 
 /**
@@ -29,12 +30,15 @@ const BUSTER = fs.readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-2
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sdx-backup-'));
 const checkpointEnv = { AUDIT_CHECKPOINT_DIR: path.join(home, 'checkpoints'), AUDIT_SIGNING_KEY_FILE: path.join(home, 'keys', 'audit.pem') };
 
+/** What `sdx … --json` prints (the members the tests read by name; the rest they compare whole), with the exit code. */
+interface SdxAnswer { exit: number; rows?: Record<string, number>; error?: { code: string; message: string } }
+
 /** Runs sdx with --json against the suite's database, or another one by its URL. */
-async function sdx(args: string[], databaseUrl?: string): Promise<any> {
+async function sdx(args: string[], databaseUrl?: string): Promise<SdxAnswer> {
   const env = { ...process.env, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : testEnv), ...checkpointEnv };
   const result = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env, maxBuffer: 1 << 24 })
     .catch((e: { stdout: string; code: number }) => e);
-  return { ...JSON.parse(String(result.stdout).trim()), exit: (result as { code?: number }).code ?? 0 };
+  return { ...(JSON.parse(result.stdout.trim()) as Omit<SdxAnswer, 'exit'>), exit: (result as { code?: number }).code ?? 0 };
 }
 
 const sameTables = ['patients', 'consents', 'records', 'queries', 'fhir_imports', 'users', 'study_roles', 'api_keys', 'sites', 'fields'];
@@ -108,7 +112,7 @@ describe('sdx backup and sdx restore', function () {
     expect(backup).to.include({ exit: 0, file });
     expect(changes).to.be.above(0);
     expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
-    expect(backup.rows.records).to.equal(Number((await db.knex('records').count('* as n').first())!.n));
+    expect(backup.rows?.records).to.equal(Number((await db.knex('records').count('* as n').first())!.n));
 
     const target = await freshDatabase();
     const restored = await sdx(['restore', file], target.url);
@@ -121,17 +125,19 @@ describe('sdx backup and sdx restore', function () {
       expect(await target.knex(table).orderBy('id'), table).to.deep.equal(await db.knex(table).orderBy('id'));
     }
     // BUSY went on after the snapshot: the restored trail is a prefix of the live one, row for row.
-    const busy = async (knex: Knex) => knex('audit_events').join('studies', 'studies.id', 'audit_events.study_id').where('studies.code', 'BUSY').orderBy('audit_events.id').select('audit_events.id', 'hash');
+    const busy = async (knex: Knex) => knex('audit_events').join('studies', 'studies.id', 'audit_events.study_id').where('studies.code', 'BUSY').orderBy('audit_events.id')
+      .select<{ id: number; hash: string }[]>('audit_events.id', 'hash');
     const live = await busy(db.knex);
     const copy = await busy(target.knex);
     expect(copy).to.deep.equal(live.slice(0, copy.length));
     // One snapshot: the restored study's lock is the one its last restored audit row recorded, though
     // the studies table was copied before the audit table while the writer kept changing both.
     const lastLock = await target.knex('audit_events').where({ field_code: 'locked' }).join('studies', 'studies.id', 'audit_events.study_id')
-      .where('studies.code', 'BUSY').orderBy('audit_events.id', 'desc').first('new_value', 'studies.locked');
-    expect(lastLock.new_value).to.equal(String(lastLock.locked));
+      .where('studies.code', 'BUSY').orderBy('audit_events.id', 'desc').first<{ new_value: string; locked: boolean } | undefined>('new_value', 'studies.locked');
+    expect(lastLock?.new_value).to.equal(String(lastLock?.locked));
     // Ids go on after the restored ones.
-    expect((await target.knex.raw("select nextval(pg_get_serial_sequence('audit_events', 'id')) as n")).rows[0].n).to.be.above(copy.at(-1)!.id);
+    const { rows: [next] } = await target.knex.raw<{ rows: [{ n: number | string }] }>("select nextval(pg_get_serial_sequence('audit_events', 'id')) as n");
+    expect(Number(next.n)).to.be.above(present(copy.at(-1), 'the last restored row').id);
   });
 
   it('refuses to restore into a database that holds data, and a file cut short leaves no rows', async () => {
@@ -140,7 +146,7 @@ describe('sdx backup and sdx restore', function () {
     expect(await sdx(['backup', file])).to.deep.include({ exit: 1, error: { code: 'internal', message: `${file} exists already: a backup never overwrites a file` } });
     const into = await sdx(['restore', file]);
     expect(into.exit).to.equal(1);
-    expect(into.error.message).to.match(/^the database holds data \(.*patients.*\): restore only into an empty database$/);
+    expect(into.error?.message).to.match(/^the database holds data \(.*patients.*\): restore only into an empty database$/);
 
     const cut = path.join(home, 'cut.sdxbackup');
     const whole = fs.readFileSync(file);

@@ -1,3 +1,4 @@
+/// <reference types="fhir" />
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Actor } from '../../src/domain/actor.js';
@@ -14,6 +15,7 @@ import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { Database } from '../../src/db/knex.js';
 import { addPerson, createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -22,17 +24,26 @@ import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
  * links, and that every refusal leaves the import proposed and the eCRF untouched.
  */
 
-type Row = Record<string, any>;
+/** The columns of the tables these tests read directly. */
+interface RecordRow { status: string; source: string; values: Record<string, string>; tables: Record<string, Record<string, string>[]> }
+interface AuditEventRow {
+  id: number; patient_id: number | null; actor_type: string; action: string; field_code: string | null; old_value: string | null; new_value: string | null; actor_id: number | null; author: string;
+  reason: string | null; details: Record<string, unknown> | null;
+}
+interface FhirImportRow {
+  patient_id: number; number: number; status: string; decided_by: number | null; decided_at: Date | null; items: { state: string }[]; counts: Record<string, number>;
+}
+interface PatientRow { id: number; fhir_identity: { system: string; value: string }[] | null }
 
 const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json', 'utf8');
 /** Buster Hoeger's bundle (male, born 1988), with one change. */
-function buster(change: (bundle: Row) => void = () => undefined): string {
-  const bundle = JSON.parse(BUSTER);
+function buster(change: (bundle: fhir4.Bundle) => void = () => undefined): string {
+  const bundle = JSON.parse(BUSTER) as fhir4.Bundle;
   change(bundle);
   return JSON.stringify(bundle);
 }
-const otherIdentifiers = (bundle: Row) => {
-  const patient = bundle.entry.find((e: Row) => e.resource.resourceType === 'Patient').resource;
+const otherIdentifiers = (bundle: fhir4.Bundle) => {
+  const patient = present(bundle.entry?.find((e) => e.resource?.resourceType === 'Patient')?.resource, 'the Patient') as fhir4.Patient;
   patient.identifier = [{ system: 'http://hospital.example.org/mrn', value: 'MRN-777' }];
 };
 
@@ -41,7 +52,7 @@ describe('confirmImport and rejectImport', function () {
   let db: Database;
   let world: StudyWorld;
   let key: KeyContext;
-  const people: Record<string, Person> = {};
+  let people: Record<'staff01' | 'staff02' | 'manager02' | 'outsider' | 'manager-demo', Person>;
   let seq = 0;
 
   before(async () => {
@@ -52,9 +63,11 @@ describe('confirmImport and rejectImport', function () {
     await addPerson(db.knex, world.code, 'staff02@sdx.test', { role: 'site_staff', sites: ['02'] });
     await addPerson(db.knex, world.code, 'manager02@sdx.test', { role: 'manager', sites: ['02'] });
     await inTransaction(db.knex, (s) => s.people.insertUser({ email: 'outsider@sdx.test', name: 'outsider', passwordHash: null }));
-    for (const email of ['staff01@sdx.test', 'staff02@sdx.test', 'manager02@sdx.test', 'outsider@sdx.test', world.manager]) {
-      people[email.split('@')[0]] = (await createStores(db.knex).people.findUserByEmail(email))!;
-    }
+    const person = async (email: string) => present(await createStores(db.knex).people.findUserByEmail(email), email);
+    people = {
+      staff01: await person('staff01@sdx.test'), staff02: await person('staff02@sdx.test'), manager02: await person('manager02@sdx.test'),
+      outsider: await person('outsider@sdx.test'), 'manager-demo': await person(world.manager),
+    };
     key = await authenticateKey(createStores(db.knex).apiKeys, world.key);
   });
 
@@ -93,13 +106,15 @@ describe('confirmImport and rejectImport', function () {
     return error as DomainError;
   }
 
-  async function records(patientId: number): Promise<Record<string, Row>> {
+  async function records(patientId: number): Promise<Partial<Record<string, RecordRow>>> {
     const rows = await db.knex('records as r').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
-      .where('r.patient_id', patientId).select('r.*', 'v.code as visit', 'f.code as form');
+      .where('r.patient_id', patientId).select<(RecordRow & { visit: string; form: string })[]>('r.*', 'v.code as visit', 'f.code as form');
     return Object.fromEntries(rows.map((r) => [`${r.visit}|${r.form}`, r]));
   }
 
-  const importRow = (patientId: number, number: number) => db.knex('fhir_imports').where({ patient_id: patientId, number }).first();
+  const importRow = async (patientId: number, number: number) =>
+    present(await db.knex<FhirImportRow>('fhir_imports').where({ patient_id: patientId, number }).first(), `import ${number}`);
+  const patientRow = async (id: number) => present(await db.knex<PatientRow>('patients').where({ id }).first(), `patient ${id}`);
   const position = (items: FhirImportItem[], visit: string, form: string, field: string, row: number | null = null) =>
     items.findIndex((i) => i.visit === visit && i.form === form && i.field === field && i.row === row && i.state !== 'skipped');
 
@@ -112,8 +127,8 @@ describe('confirmImport and rejectImport', function () {
     const proposed = await importFile(p.subject, buster());
     const items = proposed.items;
     const at = (form: string, field: string, row: number | null = null) => position(items, 'screening', form, field, row);
-    expect([items[at('vs', 'sbp')].state, items[at('vs', 'dbp')].state, items[at('vs', 'vsdate')].state, items[at('vs', 'weight')].state]).to.deep.equal(['conflict', 'same', 'same', 'new']);
-    expect([items[at('lab_hem', 'hgb')].state, items[at('lab_hem', 'wbc')].state, items[at('lab_hem', 'hct')].state, items[at('lab_hem', 'plt')].state]).to.deep.equal(['conflict', 'conflict', 'new', 'new']);
+    expect([items[at('vs', 'sbp')]?.state, items[at('vs', 'dbp')]?.state, items[at('vs', 'vsdate')]?.state, items[at('vs', 'weight')]?.state]).to.deep.equal(['conflict', 'same', 'same', 'new']);
+    expect([items[at('lab_hem', 'hgb')]?.state, items[at('lab_hem', 'wbc')]?.state, items[at('lab_hem', 'hct')]?.state, items[at('lab_hem', 'plt')]?.state]).to.deep.equal(['conflict', 'conflict', 'new', 'new']);
 
     const choices: Record<number, ItemChoice> = {
       [at('vs', 'sbp')]: 'replace',
@@ -133,16 +148,16 @@ describe('confirmImport and rejectImport', function () {
     expect(result).to.deep.include({ number: 1, status: 'confirmed', saved: chosen, kept: [at('lab_hem', 'hgb')], identityLinked: true });
 
     const saved = await records(p.id);
-    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
-    expect(saved['screening|lab_hem'].values).to.deep.equal({ hgb: '15', wbc: '6', hct: '35.5' });
+    expect(saved['screening|vs']?.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
+    expect(saved['screening|lab_hem']?.values).to.deep.equal({ hgb: '15', wbc: '6', hct: '35.5' });
     expect(saved['screening|dm']).to.deep.include({ status: 'draft', source: 'fhir', values: { height: '185.8', weight: '81.0' } });
     // The second Condition, whole, as the table's first row.
-    expect(saved['screening|mh'].tables).to.deep.equal({
-      conditions: [Object.fromEntries(secondCondition.map((n) => [items[n].field!.split('.')[1], items[n].value]))],
+    expect(saved['screening|mh']?.tables).to.deep.equal({
+      conditions: [Object.fromEntries(secondCondition.map((n) => [items[n]?.field?.split('.')[1], items[n]?.value]))],
     });
-    expect(saved['screening|mh'].tables.conditions[0]).to.include({ term: 'Viral sinusitis (disorder)', onset: '2011-10-04', code: '444814009' });
+    expect(saved['screening|mh']?.tables.conditions?.[0]).to.include({ term: 'Viral sinusitis (disorder)', onset: '2011-10-04', code: '444814009' });
 
-    const trail = await db.knex('audit_events').where({ patient_id: p.id, actor_type: 'user' }).orderBy('id');
+    const trail = await db.knex<AuditEventRow>('audit_events').where({ patient_id: p.id, actor_type: 'user' }).orderBy('id');
     const changed = trail.filter((a) => a.action === 'record.value_changed');
     // Filling an empty field of a saved record is a change too, audited with no old value.
     expect(changed.map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([['sbp', '130', '136'], ['weight', null, '81.0'], ['hct', null, '35.5']]);
@@ -156,15 +171,15 @@ describe('confirmImport and rejectImport', function () {
     const stored = await importRow(p.id, 1);
     expect(stored).to.include({ status: 'confirmed', decided_by: people.staff01.id });
     expect(stored.decided_at).to.be.instanceOf(Date);
-    const states = stored.items.map((item: { state: string }) => item.state);
-    expect(states.filter((s: string) => s === 'saved')).to.have.length(chosen.length);
+    const states = stored.items.map((item) => item.state);
+    expect(states.filter((s) => s === 'saved')).to.have.length(chosen.length);
     expect(chosen.every((n) => states[n] === 'saved')).to.equal(true);
     expect([states[at('vs', 'sbp')], states[at('lab_hem', 'hgb')], states[at('lab_hem', 'wbc')], states[at('lab_hem', 'plt')]]).to.deep.equal(['saved', 'conflict', 'conflict', 'new']);
     expect(stored.counts).to.deep.equal(result.counts);
     expect(result.counts).to.include({ saved: chosen.length, conflicts: 2 });
 
     // The first confirmed import links the hospital's identifiers; a later file must carry one of them.
-    const linked = (await db.knex('patients').where({ id: p.id }).first()).fhir_identity;
+    const linked = (await patientRow(p.id)).fhir_identity;
     expect(linked).to.deep.include({ system: 'http://hospital.smarthealthit.org', value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' });
     expect(trail.filter((a) => a.action === 'patient.fhir_identity_linked')).to.have.length(1);
     const other = await refusal(importFile(p.subject, buster(otherIdentifiers)));
@@ -194,14 +209,14 @@ describe('confirmImport and rejectImport', function () {
     expect(refused.map((e) => e.code)).to.deep.equal(['import_already_decided']);
     const stored = await importRow(p.id, 1);
     expect(stored.status).to.equal((done[0] as PromiseFulfilledResult<{ status: string }>).value.status);
-    const decisions = await db.knex('audit_events').where({ patient_id: p.id }).whereIn('action', ['fhir.import_confirmed', 'fhir.import_rejected']);
+    const decisions = await db.knex<AuditEventRow>('audit_events').where({ patient_id: p.id }).whereIn('action', ['fhir.import_confirmed', 'fhir.import_rejected']);
     expect(decisions).to.have.length(1);
   });
 
   it('refuses anyone but the site team of the patient’s site and the study’s managers, and keeps nothing', async () => {
     const p = await patient();
     await importFile(p.subject, buster());
-    const before = await db.knex('audit_events').count('* as n').first();
+    const before = await db.knex<AuditEventRow>('audit_events').count('* as n').first();
     for (const person of [people.staff02, people.manager02, people.outsider]) {
       for (const attempt of [() => confirm(person, p.subject, 1), () => reject(person, p.subject, 1)]) {
         expect((await refusal(attempt())).code).to.equal('import_decision_not_allowed');
@@ -212,7 +227,7 @@ describe('confirmImport and rejectImport', function () {
     expect((await refusal(confirm(people.staff01, p.subject, 7))).code).to.equal('import_not_found');
     expect(await importRow(p.id, 1)).to.include({ status: 'proposed', decided_by: null });
     expect(await records(p.id)).to.deep.equal({});
-    expect(await db.knex('audit_events').count('* as n').first()).to.deep.equal(before);
+    expect(await db.knex<AuditEventRow>('audit_events').count('* as n').first()).to.deep.equal(before);
   });
 
   it('lets a manager of all sites confirm: without choices every new item fills its place and every conflict keeps its value', async () => {
@@ -224,11 +239,11 @@ describe('confirmImport and rejectImport', function () {
     expect(result.saved).to.deep.equal(fresh);
     expect(result.kept).to.deep.equal([position(proposed.items, 'screening', 'lab_hem', 'hgb')]);
     const saved = await records(p.id);
-    expect(saved['screening|lab_hem'].values).to.deep.equal({ hgb: '14', wbc: '5.98', plt: '284', hct: '35.5' });
-    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
-    expect(saved['screening|mh'].tables.conditions).to.have.length(2);
+    expect(saved['screening|lab_hem']?.values).to.deep.equal({ hgb: '14', wbc: '5.98', plt: '284', hct: '35.5' });
+    expect(saved['screening|vs']?.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
+    expect(saved['screening|mh']?.tables.conditions).to.have.length(2);
     // No saved value was replaced: every change filled an empty field.
-    expect(await db.knex('audit_events').where({ patient_id: p.id, action: 'record.value_changed' }).whereNotNull('old_value')).to.deep.equal([]);
+    expect(await db.knex<AuditEventRow>('audit_events').where({ patient_id: p.id, action: 'record.value_changed' }).whereNotNull('old_value')).to.deep.equal([]);
   });
 
   it('rejects: saves nothing, links no identity, and audits the decision with its reason', async () => {
@@ -238,8 +253,8 @@ describe('confirmImport and rejectImport', function () {
     expect(result).to.include({ status: 'rejected', number: 1 });
     expect(await importRow(p.id, 1)).to.include({ status: 'rejected', decided_by: people.staff01.id });
     expect(await records(p.id)).to.deep.equal({});
-    expect((await db.knex('patients').where({ id: p.id }).first()).fhir_identity).to.equal(null);
-    const audit = await db.knex('audit_events').where({ patient_id: p.id, action: 'fhir.import_rejected' }).first();
+    expect((await patientRow(p.id)).fhir_identity).to.equal(null);
+    const audit = await db.knex<AuditEventRow>('audit_events').where({ patient_id: p.id, action: 'fhir.import_rejected' }).first();
     expect(audit).to.include({ author: 'staff01', actor_type: 'user', reason: 'FHIR import 1 rejected on the patient\'s card: wrong encounter' });
     // Files of other identifiers are still accepted: nothing was linked.
     expect((await importFile(p.subject, buster(otherIdentifiers))).number).to.equal(2);
@@ -270,21 +285,20 @@ describe('confirmImport and rejectImport', function () {
     const p = await patient();
     // Two haemoglobin results at one instant with different values: a tie.
     const { items } = await importFile(p.subject, buster((bundle) => {
-      const hgb = bundle.entry.find((e: Row) => e.resource.id === '55f8c6fb-eb5c-4ad9-869b-fd7540654851');
-      const twin = structuredClone(hgb);
-      twin.fullUrl = 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000b1';
-      Object.assign(twin.resource, { id: '0f1e2d3c-0000-4000-8000-0000000000b1', valueQuantity: { ...hgb.resource.valueQuantity, value: 9.1 } });
-      bundle.entry.push(twin);
+      const hgb = present(bundle.entry?.find((e) => e.resource?.id === '55f8c6fb-eb5c-4ad9-869b-fd7540654851'), 'the haemoglobin result');
+      const resource = hgb.resource as fhir4.Observation;
+      const twin = { fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000b1', resource: { ...structuredClone(resource), id: '0f1e2d3c-0000-4000-8000-0000000000b1', valueQuantity: { ...resource.valueQuantity, value: 9.1 } } };
+      bundle.entry?.push({ ...structuredClone(hgb), ...twin });
     }));
     const tie = items.findIndex((i) => i.tie === true);
     expect(items[tie]).to.include({ field: 'hgb', value: null, state: 'skipped' });
-    expect(items[tie].candidates.map((c) => c.value)).to.deep.equal(['15.5', '9.1']);
+    expect(items[tie]?.candidates.map((c) => c.value)).to.deep.equal(['15.5', '9.1']);
     for (const choice of ['candidate:2', 'fill'] as ItemChoice[]) {
       expect((await refusal(confirm(people.staff01, p.subject, 1, { [tie]: choice }))).code).to.equal('invalid_import_choice');
     }
     const result = await confirm(people.staff01, p.subject, 1, { [tie]: 'candidate:1' });
     expect(result.saved).to.deep.equal([tie]);
-    expect((await records(p.id))['screening|lab_hem'].values).to.deep.equal({ hgb: '9.1' });
+    expect((await records(p.id))['screening|lab_hem']?.values).to.deep.equal({ hgb: '9.1' });
   });
 
   it('refuses when a chosen place changed after the import was made, saving nothing', async () => {
@@ -299,7 +313,7 @@ describe('confirmImport and rejectImport', function () {
     expect(error.code).to.equal('import_outdated');
     expect(error.params.positions).to.deep.equal([sbp, weight].sort((a, b) => a - b));
     const saved = await records(p.id);
-    expect(saved['screening|vs'].values).to.deep.equal({ vsdate: '2016-12-14', sbp: '125', weight: '80' });
+    expect(saved['screening|vs']?.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '125', weight: '80' });
     expect(saved['screening|lab_hem']).to.equal(undefined);
     expect((await importRow(p.id, 1)).status).to.equal('proposed');
   });

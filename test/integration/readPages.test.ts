@@ -5,6 +5,7 @@ import { readStore } from '../../src/db/readPages.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { PageRequest, ReadFilters, ReadScope } from '../../src/domain/stores.js';
 import { createStudyWorld, demoDesign } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { resetDatabase, testDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -17,7 +18,7 @@ interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'
 
 /** The plan as indented lines, for failure messages. */
 function outline(plan: PlanNode & Record<string, unknown>, depth = 0): string {
-  const detail = ['Relation Name', 'Index Name', 'Index Cond', 'Filter', 'Plan Rows'].map((k) => plan[k]).filter((v) => v !== undefined).join(' ');
+  const detail = ['Relation Name', 'Index Name', 'Index Cond', 'Filter', 'Plan Rows'].map((k) => plan[k]).filter((v) => v !== undefined).map(String).join(' ');
   return `${'  '.repeat(depth)}${plan['Node Type']} ${detail}\n${(plan.Plans ?? []).map((p) => outline(p as PlanNode & Record<string, unknown>, depth + 1)).join('')}`;
 }
 
@@ -37,8 +38,10 @@ async function planOf(knex: Knex, call: (db: Knex) => Promise<unknown>): Promise
   }
   expect(captured, 'one query per page').to.have.length(1);
   // The captured text is in PostgreSQL's $n form; knex.raw binds `?` in the same order.
-  const { rows } = await knex.raw(`explain (format json) ${captured[0].sql.replace(/\$\d+/g, '?')}`, captured[0].bindings as Knex.RawBinding[]);
-  return rows[0]['QUERY PLAN'][0].Plan;
+  const query = at(captured, 0, 'the queries run');
+  const { rows: [explained] } = await knex.raw<{ rows: [{ 'QUERY PLAN': [{ Plan: PlanNode }] }] }>(
+    `explain (format json) ${query.sql.replace(/\$\d+/g, '?')}`, query.bindings as Knex.RawBinding[]);
+  return explained['QUERY PLAN'][0].Plan;
 }
 
 describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
@@ -92,7 +95,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
       ['without a site filter', () => ({ scope, filters: {}, page: page() })],
       ['without a site filter, deep in the run', () => ({ scope, filters: {}, page: page({ afterId: 3000 }) })],
       ['with a site filter', () => ({ scope, filters: { siteId: siteIds[1] }, page: page() })],
-      ['for a key of one site', () => ({ scope: { ...scope, siteIds: [siteIds[0]] }, filters: {}, page: page({ afterId: 1000 }) })],
+      ['for a key of one site', () => ({ scope: { ...scope, siteIds: [at(siteIds, 0, 'the sites')] }, filters: {}, page: page({ afterId: 1000 }) })],
     ];
     for (const [name, args] of cases) {
       it(`walks an index in id order ${name}, with no Seq Scan or Sort of records`, async () => {
@@ -101,7 +104,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
         const nodes = nodesOf(plan);
         const shown = `\n${outline(plan as PlanNode & Record<string, unknown>)}`;
         expect(nodes.filter((n) => n['Relation Name'] === 'records').map((n) => n['Node Type']), shown).to.satisfy(
-          (types: string[]) => types.length === 1 && ['Index Scan', 'Index Only Scan'].includes(types[0]));
+          (types: string[]) => types.length === 1 && ['Index Scan', 'Index Only Scan'].includes(types[0] ?? ''));
         expect(nodes.map((n) => n['Node Type']), shown).to.not.include('Sort');
         expect(plan['Node Type'], shown).to.equal('Limit');
       });
@@ -127,24 +130,24 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
   describe('keyset pages', () => {
     it('returns rows after the position, in id order, at most the limit, and only of the scope', async () => {
       const store = readStore(db.knex);
-      const all = await db.knex('records').where({ study_id: scope.studyId }).orderBy('id').pluck('id');
+      const all = (await db.knex<{ id: number; study_id: number }>('records').where({ study_id: scope.studyId }).orderBy('id').select('id')).map((r) => r.id);
       const first = await store.recordsPage(scope, {}, page({ limit: 100 }));
       expect(first.map((r) => r.id)).to.deep.equal(all.slice(0, 100));
-      const next = await store.recordsPage(scope, {}, page({ afterId: first[99].id, limit: 100 }));
+      const next = await store.recordsPage(scope, {}, page({ afterId: at(first, 99, 'the first page').id, limit: 100 }));
       expect(next.map((r) => r.id)).to.deep.equal(all.slice(100, 200));
-      const siteTwo = await store.recordsPage({ ...scope, siteIds: [siteIds[1]] }, {}, page({ limit: 5000 }));
+      const siteTwo = await store.recordsPage({ ...scope, siteIds: [at(siteIds, 1, 'the sites')] }, {}, page({ limit: 5000 }));
       expect(siteTwo).to.have.length(PATIENTS_PER_SITE * INSTANCES);
-      expect(new Set(siteTwo.map((r) => JSON.parse(r.json).site))).to.deep.equal(new Set(['02']));
+      expect(new Set(siteTwo.map((r) => (JSON.parse(r.json) as { site: string }).site))).to.deep.equal(new Set(['02']));
     });
 
     it('leaves out the patients who withdrew data use and the hidden forms', async () => {
       const store = readStore(db.knex);
-      const patient = await db.knex('patients').where({ study_id: scope.studyId, subject: '01-001' }).first();
+      const patient = present(await db.knex<{ id: number; site_id: number; study_id: number; subject: string }>('patients').where({ study_id: scope.studyId, subject: '01-001' }).first(), 'patient 01-001');
       const ipAlloc = await db.knex('records').insert({
         study_id: scope.studyId, patient_id: patient.id, site_id: patient.site_id, visit_id: (await createStores(db.knex).studies.designIds({ id: scope.studyId })).visits.get('baseline'),
         form_id: formIds.get('ip_alloc'), instance: 1, status: 'complete', source: 'api', values: { kit: 'K-1', arm: 'A' },
-      }).returning('id');
-      const subjects = async (s: ReadScope) => new Set((await store.recordsPage(s, { subject: '01-001' }, page({ limit: 5000 }))).map((r) => JSON.parse(r.json).form));
+      }).returning<{ id: number }[]>('id');
+      const subjects = async (s: ReadScope) => new Set((await store.recordsPage(s, { subject: '01-001' }, page({ limit: 5000 }))).map((r) => (JSON.parse(r.json) as { form: string }).form));
       expect(await subjects(scope)).to.deep.equal(new Set(['vs']));
       expect(await subjects({ ...scope, hiddenFormIds: [] })).to.deep.equal(new Set(['vs', 'ip_alloc']));
       await inTransaction(db.knex, async (stores) => stores.patients.markDataUseWithdrawn((await stores.patients.findBySubject(scope.studyId, '01-001'))!));
@@ -153,8 +156,8 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
       expect(await store.patientsPage(scope, { subject: '01-001' }, page())).to.deep.equal([]);
       const removals = await store.removals(scope, {}, new Date(Date.now() - 3600_000).toISOString());
       expect(removals.map((r) => [r.subject, r.site, r.reason])).to.deep.equal([['01-001', '01', 'consent_withdrawn']]);
-      expect(await store.removals({ ...scope, siteIds: [siteIds[1]] }, {}, '2000-01-01T00:00:00.000Z')).to.deep.equal([]);
-      await db.knex('records').where({ id: ipAlloc[0].id }).delete();
+      expect(await store.removals({ ...scope, siteIds: [at(siteIds, 1, 'the sites')] }, {}, '2000-01-01T00:00:00.000Z')).to.deep.equal([]);
+      await db.knex('records').where({ id: at(ipAlloc, 0, 'the record inserted').id }).delete();
     });
   });
 
@@ -165,13 +168,13 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
     it('is held back to the start of the oldest transaction still open, and comes close to now without one', async () => {
       const store = readStore(db.knex);
       const idle = await store.watermark();
-      const { rows: [{ now }] } = await db.knex.raw('select clock_timestamp() as now');
+      const { rows: [{ now }] } = await db.knex.raw<{ rows: [{ now: Date }] }>('select clock_timestamp() as now');
       expect(idle.getTime()).to.be.at.most(now.getTime());
       expect(idle.getTime()).to.be.above(now.getTime() - 60_000);
 
       const open = await db.knex.transaction();
       try {
-        const { rows: [{ started }] } = await open.raw('select now() as started');
+        const { rows: [{ started }] } = await open.raw<{ rows: [{ started: Date }] }>('select now() as started');
         await beyondMargin();
         const held = await store.watermark();
         expect(held.getTime()).to.be.at.most(started.getTime());
@@ -186,7 +189,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
         await trx.raw('select count(*) from pg_stat_activity');
         const writer = await db.knex.transaction();
         try {
-          const { rows: [{ started }] } = await writer.raw('select now() as started');
+          const { rows: [{ started }] } = await writer.raw<{ rows: [{ started: Date }] }>('select now() as started');
           await beyondMargin();
           const held = await readStore(trx).watermark();
           expect(held.getTime()).to.be.at.most(started.getTime());

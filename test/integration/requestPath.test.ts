@@ -12,6 +12,7 @@ import { insertRows } from '../../src/db/insertRows.js';
 import { openDatabase, type Database } from '../../src/db/knex.js';
 import { createStores } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, makeKey, type StudyWorld } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { resetDatabase, testConfig, testDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
@@ -28,12 +29,17 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     await createStudyWorld(db.knex, demoDesign('OTHER'));
   });
 
+  /** The rate window of a key as stored (hits as bigint text). */
+  interface KeyHits { hits: string[] }
+  interface KeyCount { request_count: number; last_used_at: Date | null }
+
   describe('findKeysForRequests', () => {
     const findKeyForRequest = async (knex: Database['knex'], fingerprint: Buffer, limit = 600) => (await findKeysForRequests(knex, [{ fingerprint, at: new Date() }], limit))[0];
     const countRequest = async (knex: Database['knex'], key: { key: string }, limit = 600) => (await findKeyForRequest(knex, fingerprintOf(key.key), limit))!.window;
     const usage = async (key: { id: number }) => ({
-      ...(await db.knex('api_keys').where({ id: key.id }).first('request_count', db.knex.raw('last_used_at::text as last_used_at'))),
-      hits: (await db.knex('rate_limits').where({ key: `key:${key.id}` }).first('hits'))?.hits.map(Number),
+      ...present(await db.knex('api_keys').where({ id: key.id }).first<{ request_count: number; last_used_at: string | null } | undefined>(
+        'request_count', db.knex.raw('last_used_at::text as last_used_at')), `key ${key.id}`),
+      hits: (await db.knex('rate_limits').where({ key: `key:${key.id}` }).first<KeyHits | undefined>('hits'))?.hits.map(Number),
     });
 
     it('returns the key as findByFingerprint does, its study as findByCode does and the sites and ids of the study as the study store reads them, also the second time (design from memory)', async () => {
@@ -54,7 +60,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     });
 
     it('gives each key its own study, and nothing for an unknown fingerprint', async () => {
-      const other = await db.knex('api_keys as k').join('studies as s', 's.id', 'k.study_id').where('s.code', 'OTHER').first('k.fingerprint');
+      const other = present(await db.knex('api_keys as k').join('studies as s', 's.id', 'k.study_id').where('s.code', 'OTHER').first<{ fingerprint: Buffer } | undefined>('k.fingerprint'), 'the key of OTHER');
       const found = await findKeyForRequest(db.knex, other.fingerprint);
       expect(found!.study.code).to.equal('OTHER');
       expect(found!.key.studyCode).to.equal('OTHER');
@@ -64,8 +70,8 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     it('hands out a frozen design, so no request can change what the next one reads', async () => {
       const { study } = (await findKeyForRequest(db.knex, fingerprintOf(world.key)))!;
       expect(Object.isFrozen(study.design)).to.equal(true);
-      expect(Object.isFrozen(study.design.forms[0].fields[0])).to.equal(true);
-      expect(() => study.design.forms.push(study.design.forms[0])).to.throw(TypeError);
+      expect(Object.isFrozen(study.design.forms[0]?.fields[0])).to.equal(true);
+      expect(() => study.design.forms.push(at(study.design.forms, 0, 'the forms'))).to.throw(TypeError);
     });
 
     it('counts each request in the key\'s minute and in the key, lets none past the limit take a place, and frees a place once a minute old', async () => {
@@ -76,11 +82,11 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       expect(windows.map((w) => w.points)).to.deep.equal([1, 2, 3, 4]);
       expect(windows.map((w) => rateDecision(w, 3)).map((d) => [d.allowed, d.limit, d.remaining])).to.deep.equal([[true, 3, 2], [true, 3, 1], [true, 3, 0], [false, 3, 0]]);
       for (const w of windows) expect(rateDecision(w, 3).resetSeconds).to.be.within(1, 60);
-      const after = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
+      const after = present(await db.knex('api_keys').where({ id }).first<KeyCount | undefined>('request_count', 'last_used_at'), `key ${id}`);
       expect(after.request_count).to.equal(4);
       expect(after.last_used_at).to.be.instanceOf(Date);
       // The refused fourth request took no place in the minute.
-      const { hits } = await db.knex('rate_limits').where({ key: `key:${id}` }).first('hits');
+      const { hits } = present(await db.knex('rate_limits').where({ key: `key:${id}` }).first<KeyHits | undefined>('hits'), `the rate window of key ${id}`);
       expect(hits).to.have.length(3);
 
       // Test set-up: the first request let through is now a minute old, the others are not.
@@ -143,7 +149,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
         expect([name, state]).to.deep.equal([name, c.state]);
         const outcome = await authenticateRequest(gate, key, at).then((r) => r.window.points, (e: DomainError) => e.code);
         expect([name, outcome]).to.deep.equal([name, state === 'active' ? 1 : `key_${state}`]);
-        const counted = await db.knex('api_keys').where({ id }).first('request_count', 'last_used_at');
+        const counted = present(await db.knex('api_keys').where({ id }).first<KeyCount | undefined>('request_count', 'last_used_at'), `key ${id}`);
         expect([name, counted.request_count, counted.last_used_at === null]).to.deep.equal([name, state === 'active' ? 1 : 0, state !== 'active']);
         expect([name, (await db.knex('rate_limits').where({ key: `key:${id}` })).length]).to.deep.equal([name, state === 'active' ? 1 : 0]);
       }
@@ -164,12 +170,11 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
     });
 
     it('commits its counts without waiting for the WAL flush, and leaves that setting to its own transaction', async () => {
-      const id = world.keyId;
       // A pool of one connection: the statement after the count runs on the connection the count used.
       const one = await openDatabase(testConfig({ DATABASE_URL: db.url }), 1);
       const single = one.knex;
       try {
-        const setting = async (knex: Knex) => (await knex.raw(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
+        const setting = async (knex: Knex) => (await knex.raw<{ rows: [{ mode: string }] }>(`select current_setting('synchronous_commit') as mode`)).rows[0].mode;
         expect(await setting(single)).to.equal('on');
         expect((await countRequest(single, world)).points).to.be.above(0);
         // The one connection of the pool, which clinical writes would use next, commits synchronously again.
@@ -222,7 +227,7 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const busy = await usage(key);
       await takeBackCounts(db.knex, [refused!.receipt]);
       // Exactly one place goes: the working count may have come in the same millisecond and keeps its own.
-      const hits = [...busy.hits];
+      const hits = [...present(busy.hits, 'the rate window')];
       hits.splice(hits.indexOf(refused!.receipt.at), 1);
       expect(await usage(key)).to.deep.equal({ ...busy, request_count: busy.request_count - 1, hits });
       expect((await usage(key)).last_used_at).to.not.equal(before.last_used_at);
@@ -246,13 +251,13 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       const keys = [await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 1' }), await makeKey(db.knex, { study: 'DEMO', by: world.manager, name: 'Busy 2' })];
       const lookups = [createKeyLookup(db.knex, 600), createKeyLookup(db.knex, 600)];
       const answers = await Promise.all(Array.from({ length: 240 }, async (_, i) => {
-        const key = keys[Math.floor(i / 3) % 2];
-        return { id: key.id, window: (await lookups[i % 2].findAndCount(fingerprintOf(key.key), new Date()))!.window };
+        const key = at(keys, Math.floor(i / 3) % 2, 'the keys');
+        return { id: key.id, window: (await at(lookups, i % 2, 'the lookups').findAndCount(fingerprintOf(key.key), new Date()))!.window };
       }));
       for (const [n, key] of keys.entries()) {
         const points = answers.filter((a) => a.id === key.id).map((a) => a.window.points).sort((x, y) => x - y);
         expect(points, `key ${n + 1}`).to.deep.equal(Array.from({ length: 120 }, (_, i) => i + 1));
-        expect((await db.knex('api_keys').where({ id: key.id }).first()).request_count).to.equal(120);
+        expect((await db.knex('api_keys').where({ id: key.id }).first<KeyCount | undefined>())?.request_count).to.equal(120);
       }
     });
   });
@@ -283,17 +288,18 @@ describe('the request path on PostgreSQL: key lookup, rate window, bulk inserts'
       await insertRows(db.knex, 'insert_rows_probe', [{ label: 'a\ud800b' }]);
       await db.knex('insert_rows_probe').insert({ label: 'a\ud800b' });
       await insertRows(db.knex, 'insert_rows_probe', []);
-      expect((await db.knex('insert_rows_probe').orderBy('id').select('label')).map((r) => r.label)).to.deep.equal(['a\ufffdb', 'a\ufffdb']);
+      expect((await db.knex<{ id: number; label: string }>('insert_rows_probe').orderBy('id').select('label')).map((r) => r.label)).to.deep.equal(['a\ufffdb', 'a\ufffdb']);
     });
   });
 
   describe('designIds', () => {
+    interface DesignPart { id: number; code: string; study_id: number }
     it('gives the visit and form ids of the study alone, by code', async () => {
       const stores = createStores(db.knex);
       const demo = (await stores.studies.findByCode('DEMO'))!;
       const ids = await stores.studies.designIds(demo);
-      const visits = await db.knex('visits').where({ study_id: demo.id }).select('id', 'code');
-      const forms = await db.knex('forms').where({ study_id: demo.id }).select('id', 'code');
+      const visits = await db.knex<DesignPart>('visits').where({ study_id: demo.id }).select('id', 'code');
+      const forms = await db.knex<DesignPart>('forms').where({ study_id: demo.id }).select('id', 'code');
       expect([...ids.visits.entries()]).to.have.deep.members(visits.map((v) => [v.code, v.id]));
       expect([...ids.forms.entries()]).to.have.deep.members(forms.map((f) => [f.code, f.id]));
     });

@@ -4,6 +4,7 @@ import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStudyWorld } from '../helpers/factories.js';
+import { at, only } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 describe('src/db stores on PostgreSQL', () => {
@@ -16,7 +17,7 @@ describe('src/db stores on PostgreSQL', () => {
     await createStudyWorld(db.knex);
     const study = await createStores(db.knex).studies.findByCode('DEMO');
     studyId = study!.id;
-    siteId = (await createStores(db.knex).studies.sites({ id: studyId }))[0].id;
+    siteId = at(await createStores(db.knex).studies.sites({ id: studyId }), 0, 'the sites').id;
   });
 
   const patient = (subject: string) => ({ studyId, siteId, subject, sex: 'female', birthYear: 1970, enrolledOn: '2024-01-01' });
@@ -27,9 +28,9 @@ describe('src/db stores on PostgreSQL', () => {
 
   it('translates a duplicate subject (23505) into DomainError subject_taken', async () => {
     await createStores(db.knex).patients.insert(patient('T-1'));
-    const error = await createStores(db.knex).patients.insert(patient('T-1')).catch((e) => e);
+    const error = await createStores(db.knex).patients.insert(patient('T-1')).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(DomainError);
-    expect(error.code).to.equal('subject_taken');
+    expect(error).to.have.property('code', 'subject_taken');
   });
 
   it('rolls a whole use case back when it throws, leaving nothing written', async () => {
@@ -47,7 +48,7 @@ describe('src/db stores on PostgreSQL', () => {
   });
 
   it('inserts a form instance once when two writers race (the other gets nothing back)', async () => {
-    const [p] = await createStores(db.knex).patients.findBySubjects(studyId, ['T-1']);
+    const p = only(await createStores(db.knex).patients.findBySubjects(studyId, ['T-1']), 'the patients T-1');
     const ids = await createStores(db.knex).studies.designIds({ id: studyId });
     const record = { patientId: p.id, visitId: ids.visits.get('screening')!, formId: ids.forms.get('vs')!, instance: 1, studyId, siteId, source: 'api', status: 'complete' as const, values: { sbp: '120' }, notDone: {}, tables: {} };
     const results = await Promise.all([1, 2].map(() => inTransaction(db.knex, (s) => s.records.insertMany([record]))));

@@ -15,7 +15,8 @@ import { keyStateOf, type KeyStateFacts } from '../../src/domain/apiKeys/keyStat
 import { fingerprintOf, generateKeyValue, hintOf, isWellFormedKey, KEY_PREFIX, sameFingerprint } from '../../src/domain/apiKeys/keyValue.js';
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { DomainError } from '../../src/domain/errors.js';
-import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, PeopleStore, ReadLogStore, RoleRow, SiteRow, StudyRow, StudyStore, UserRow } from '../../src/domain/stores.js';
+import { only } from '../helpers/only.js';
+import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, PeopleStore, ReadLogStore, RoleRow, SiteRow, StudyRow, StudyStore, UserRow } from '../../src/domain/stores.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const DAY = 86_400_000;
@@ -137,7 +138,7 @@ describe('authenticateKey', () => {
   let lookups: Buffer[];
   const storeWith = (key?: ApiKeyWithMaker) => {
     lookups = [];
-    return fake<ApiKeyStore>({ findByFingerprint: async (fingerprint) => { lookups.push(fingerprint); return key; } });
+    return fake<ApiKeyStore>({ findByFingerprint: (fingerprint) => { lookups.push(fingerprint); return Promise.resolve(key); } });
   };
 
   it('refuses a missing key and a malformed or mistyped key without looking anything up', async () => {
@@ -153,7 +154,7 @@ describe('authenticateKey', () => {
     const store = storeWith(undefined);
     expect((await refusal(authenticateKey(store, value, NOW))).code).to.equal('key_unknown');
     expect(lookups).to.have.length(1);
-    expect(lookups[0].equals(createHash('sha256').update(value).digest())).to.equal(true);
+    expect(only(lookups, 'the lookups').equals(createHash('sha256').update(value).digest())).to.equal(true);
   });
 
   const stops: [Partial<ApiKeyWithMaker>, string, string | undefined][] = [
@@ -186,12 +187,15 @@ describe('authenticateRequest and admissionOf', () => {
   const gateWith = (key: ApiKeyWithMaker | undefined, points = 1) => {
     const counted: number[] = [];
     const gate: KeyGate = {
-      findAndCount: async (_fingerprint, at) => {
-        if (!key) return undefined;
+      findAndCount: (_fingerprint, at) => {
+        if (!key) return Promise.resolve(undefined);
         counted.push(key.id);
-        return { key, study, window: { points, expire: NOW.getTime() + 30_000 }, receipt: { keyId: key.id, at: at.getTime(), placed: true, usedBefore: null, usedAt: 'now' } };
+        return Promise.resolve({ key, study, window: { points, expire: NOW.getTime() + 30_000 }, receipt: { keyId: key.id, at: at.getTime(), placed: true, usedBefore: null, usedAt: 'now' } });
       },
-      takeBack: async (receipt) => { counted.splice(counted.indexOf(receipt.keyId), 1); },
+      takeBack: (receipt) => {
+        counted.splice(counted.indexOf(receipt.keyId), 1);
+        return Promise.resolve();
+      },
     };
     return { gate, counted };
   };
@@ -243,21 +247,29 @@ function world() {
   const audit: AuditEntry[] = [];
   const keys = new Map<number, ApiKeyWithMaker>();
   const stores = {
-    studies: fake<StudyStore>({ findByCode: async (code) => (code === 'DEMO' ? study : undefined), sites: async () => sites }),
+    studies: fake<StudyStore>({ findByCode: (code) => Promise.resolve(code === 'DEMO' ? study : undefined), sites: () => Promise.resolve(sites) }),
     people: fake<PeopleStore>({
-      findUserByEmail: async (email) => users.find((u) => u.email === email),
-      roles: async (_studyId, userId) => roles.filter((r) => r.userId === userId),
+      findUserByEmail: (email) => Promise.resolve(users.find((u) => u.email === email)),
+      roles: (_studyId, userId) => Promise.resolve(roles.filter((r) => r.userId === userId)),
     }),
     apiKeys: fake<ApiKeyStore>({
-      insert: async (key) => {
+      insert: (key) => {
         inserted.push(key);
-        return { ...key, id: 40 + inserted.length, createdAt: NOW, revokedAt: null, lastUsedAt: null, requestCount: 0, rowsRead: 0 } as ApiKeyRow;
+        return Promise.resolve({ ...key, id: 40 + inserted.length, createdAt: NOW, revokedAt: null, lastUsedAt: null, requestCount: 0, rowsRead: 0 });
       },
-      findById: async (studyId, id) => (studyId === 1 ? keys.get(id) : undefined),
-      revoke: async (id) => { revoked.push(id); },
-      list: async () => [...keys.values()],
+      findById: (studyId, id) => Promise.resolve(studyId === 1 ? keys.get(id) : undefined),
+      revoke: (id) => {
+        revoked.push(id);
+        return Promise.resolve();
+      },
+      list: () => Promise.resolve([...keys.values()]),
     }),
-    audit: fake<AuditStore>({ append: async (entries) => { audit.push(...entries); } }),
+    audit: fake<AuditStore>({
+      append: (entries) => {
+        audit.push(...entries);
+        return Promise.resolve();
+      },
+    }),
   };
   return { stores, inserted, revoked, audit, keys };
 }
@@ -274,7 +286,7 @@ describe('createApiKey', () => {
     expect(made.siteNumbers).to.deep.equal(['01', '02']);
     expect(made.expiresAt).to.deep.equal(new Date(NOW.getTime() + 30 * DAY));
     expect(w.inserted).to.have.length(1);
-    const stored = w.inserted[0];
+    const stored = only(w.inserted, 'the keys inserted');
     expect(stored).to.include({ studyId: 1, name: 'Hospital LIS', canRead: true, canWrite: true, canEnrol: true, termDays: 30, createdBy: 7, hint: hintOf(made.key) });
     expect(stored.siteIds).to.deep.equal([1, 2]);
     expect(stored.fingerprint.equals(createHash('sha256').update(made.key).digest())).to.equal(true);
@@ -282,7 +294,7 @@ describe('createApiKey', () => {
     expect(JSON.stringify({ ...stored, fingerprint: stored.fingerprint.toString('hex') })).not.to.contain(secret.slice(6));
     expect(w.audit).to.have.length(1);
     expect(w.audit[0]).to.deep.include({ studyId: 1, actorType: 'user', actorId: 7, author: 'Dana', action: 'api_key.created' });
-    expect(w.audit[0].details).to.deep.equal({ key_id: 41, name: 'Hospital LIS', read: true, write: true, enrol: true, sites: ['01', '02'], term_days: 30 });
+    expect(w.audit[0]?.details).to.deep.equal({ key_id: 41, name: 'Hospital LIS', read: true, write: true, enrol: true, sites: ['01', '02'], term_days: 30 });
     expect(JSON.stringify(w.audit)).not.to.contain(secret.slice(6));
   });
 
@@ -291,7 +303,7 @@ describe('createApiKey', () => {
       const w = world();
       const made = await createApiKey(w.stores, input({ sites: ['02', '02'], termDays }), NOW);
       expect(made.siteNumbers).to.deep.equal(['02']);
-      expect(w.inserted[0].siteIds).to.deep.equal([2]);
+      expect(w.inserted[0]?.siteIds).to.deep.equal([2]);
       expect(made.expiresAt.getTime() - NOW.getTime()).to.equal(termDays * DAY);
     }
   });
@@ -374,7 +386,7 @@ describe('listApiKeys', () => {
 describe('listReads', () => {
   const reads = () => {
     const asked: [number, number][] = [];
-    const readLog = fake<ReadLogStore>({ lastReads: async (studyId, limit) => { asked.push([studyId, limit]); return []; } });
+    const readLog = fake<ReadLogStore>({ lastReads: (studyId, limit) => { asked.push([studyId, limit]); return Promise.resolve([]); } });
     return { asked, stores: { studies: world().stores.studies, readLog } };
   };
 

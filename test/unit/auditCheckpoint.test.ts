@@ -3,6 +3,7 @@ import { CHAIN_START, chainHash, type ChainedContent } from '../../src/domain/au
 import { describeVerdict, judgeTrail, type AuditCheckpoint, type CheckpointStore } from '../../src/domain/auditCheckpoint.js';
 import { checkpointAuditTrail } from '../../src/domain/studies/checkpointAuditTrail.js';
 import type { AuditStore, StudyRow, StudyStore } from '../../src/domain/stores.js';
+import { at } from '../helpers/only.js';
 
 /** A whole chain of n rows of study 1, ids from 1. */
 function chain(n: number, author = 'op') {
@@ -18,8 +19,10 @@ function chain(n: number, author = 'op') {
   });
 }
 
-const anchor = (rows: ReturnType<typeof chain>, n: number): AuditCheckpoint =>
-  ({ study: 'S', studyId: 1, rows: n, lastId: rows[n - 1].id, lastHash: rows[n - 1].hash, at: '2026-11-25T11:00:00.000Z' });
+function anchor(rows: ReturnType<typeof chain>, n: number): AuditCheckpoint {
+  const last = at(rows, n - 1, 'the chain');
+  return { study: 'S', studyId: 1, rows: n, lastId: last.id, lastHash: last.hash, at: '2026-11-25T11:00:00.000Z' };
+}
 
 describe('judgeTrail', () => {
   const rows = chain(6);
@@ -46,12 +49,18 @@ describe('checkpointAuditTrail', () => {
   function world(rows: ReturnType<typeof chain>, latest?: AuditCheckpoint) {
     const written: AuditCheckpoint[] = latest ? [latest] : [];
     const stores = {
-      studies: { findByCode: async () => study } as unknown as StudyStore,
-      audit: { chain: async () => rows, lockCheckpoints: async () => undefined } as unknown as AuditStore,
+      studies: { findByCode: () => Promise.resolve(study) } as unknown as StudyStore,
+      audit: { chain: () => Promise.resolve(rows), lockCheckpoints: () => Promise.resolve() } as unknown as AuditStore,
     };
     const checkpoints: CheckpointStore = {
-      latest: async () => (written.length ? { checkpoint: written.at(-1)!, signatureValid: true } : undefined),
-      append: async (c) => { written.push(c); },
+      latest: () => {
+        const checkpoint = written.at(-1);
+        return Promise.resolve(checkpoint ? { checkpoint, signatureValid: true } : undefined);
+      },
+      append: (c) => {
+        written.push(c);
+        return Promise.resolve();
+      },
     };
     return { stores, checkpoints, written };
   }
@@ -61,7 +70,7 @@ describe('checkpointAuditTrail', () => {
     const rows = chain(4);
     const w = world(rows, anchor(rows, 2));
     expect(await checkpointAuditTrail(w.stores, w.checkpoints, 'S', now)).to.deep.equal({ written: true, rows: 4, at: now.toISOString(), accepted: undefined });
-    expect(w.written.at(-1)).to.deep.include({ rows: 4, lastId: 4, lastHash: rows[3].hash });
+    expect(w.written.at(-1)).to.deep.include({ rows: 4, lastId: 4, lastHash: rows[3]?.hash });
     expect(await checkpointAuditTrail(w.stores, w.checkpoints, 'S', now)).to.deep.equal({ written: false, reason: 'unchanged', rows: 4 });
     const empty = world([]);
     expect(await checkpointAuditTrail(empty.stores, empty.checkpoints, 'S', now)).to.deep.equal({ written: false, reason: 'empty', rows: 0 });

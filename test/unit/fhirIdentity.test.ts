@@ -9,7 +9,7 @@ import { checkPatientIdentity, type StudyPatient } from '../../src/domain/fhir/p
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
-const hl7 = (file: string): fhir4.Resource => JSON.parse(fixture(`hl7-examples/${file}`).toString('utf8'));
+const hl7 = (file: string) => JSON.parse(fixture(`hl7-examples/${file}`).toString('utf8')) as fhir4.Resource;
 const bundle = (file: string): FhirEntry[] => fhirJsonEntries(fixture(`synthea/${file}`));
 const ndjson = (...resources: fhir4.Resource[]): FhirEntry[] => parseNdjsonEntries(resources.map((r) => JSON.stringify(r)).join('\n'));
 
@@ -52,7 +52,7 @@ describe('checkPatientIdentity', function () {
 
   it('resolves the Inferno references through the Patient fullUrl, not its id 355', () => {
     const entries = bundle('inferno-uscore-patient-355-1113kb.json');
-    expect(entries[0].resource.id).to.equal('355');
+    expect(entries[0]?.resource.id).to.equal('355');
     const identity = checkPatientIdentity(entries, { subject: '01-001', sex: 'male', birthYear: 1940 });
     expect(identity.identifiers).to.deep.include({ system: SYNTHEA_IDENTIFIER, value: 'e91975f5-9445-c11f-cabf-c3c6dae161f2' });
     // Bare resources lose the fullUrls, and urn:uuid: references then point at nobody in the file.
@@ -83,7 +83,7 @@ describe('checkPatientIdentity', function () {
       resourceType: 'Bundle',
       type: 'collection',
       entry: [fixture('synthea/smart-buster-hoeger-235kb.json'), fixture('synthea/smart-edward-gulgowski-284kb.json')].flatMap(
-        (b) => JSON.parse(b.toString('utf8')).entry,
+        (b) => (JSON.parse(b.toString('utf8')) as fhir4.Bundle).entry ?? [],
       ),
     });
     const { code, reason } = refusal(() => checkPatientIdentity(fhirJsonEntries(merged), { subject: '01-004', sex: 'male', birthYear: 1988 }));

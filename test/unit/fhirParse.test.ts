@@ -4,11 +4,12 @@ import { expect } from 'chai';
 import { DomainError } from '../../src/domain/errors.js';
 import { entriesOfJson, parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
 import { fhirJsonEntries } from '../helpers/fhirFiles.js';
+import { at } from '../helpers/only.js';
 import { validateR4 } from '../../src/domain/fhir/validateR4.js';
 
 const FIXTURES = new URL('../fixtures/fhir/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, FIXTURES));
-const fixtureJson = (path: string): Record<string, unknown> => JSON.parse(fixture(path).toString('utf8'));
+const fixtureJson = (path: string) => JSON.parse(fixture(path).toString('utf8')) as Record<string, unknown>;
 const SYNTHEA = readdirSync(new URL('synthea/', FIXTURES)).sort();
 const HL7 = readdirSync(new URL('hl7-examples/', FIXTURES)).sort();
 
@@ -28,8 +29,8 @@ describe('reading the FHIR body (entriesOfJson, parseNdjsonEntries)', () => {
   it('takes entry[].resource of a transaction Bundle and keeps each fullUrl', () => {
     const entries = fhirJsonEntries(fixture('synthea/smart-buster-hoeger-235kb.json'));
     expect(entries).to.have.length(66);
-    expect(entries[0].resource.resourceType).to.equal('Patient');
-    expect(entries[0].fullUrl).to.equal('urn:uuid:e4531916-b162-4f4b-90c2-ce37e132b8d4');
+    expect(entries[0]?.resource.resourceType).to.equal('Patient');
+    expect(entries[0]?.fullUrl).to.equal('urn:uuid:e4531916-b162-4f4b-90c2-ce37e132b8d4');
     expect(entries.map((e) => e.index)).to.deep.equal([...Array(66).keys()]);
   });
 
@@ -48,7 +49,7 @@ describe('reading the FHIR body (entriesOfJson, parseNdjsonEntries)', () => {
 
   it('takes NDJSON with a byte order mark', () => {
     const text = JSON.stringify(fixtureJson('hl7-examples/observation-example-f001-glucose.json'));
-    expect(parseNdjsonEntries(`\ufeff${text}\n`)[0].resource.id).to.equal('f001');
+    expect(parseNdjsonEntries(`\ufeff${text}\n`)[0]?.resource.id).to.equal('f001');
   });
 
   it('takes NDJSON: one resource per non-empty line, CRLF or LF, a Bundle line counting as its entries', () => {
@@ -64,7 +65,7 @@ describe('reading the FHIR body (entriesOfJson, parseNdjsonEntries)', () => {
       'Observation/heart-rate',
       'Patient/x',
     ]);
-    expect(entries[3].fullUrl).to.equal('urn:uuid:1');
+    expect(entries[3]?.fullUrl).to.equal('urn:uuid:1');
   });
 
   describe('refusals (fhir_not_fhir)', () => {
@@ -116,7 +117,7 @@ describe('validateR4', function () {
 
   it('ignores unknown members, as FHIR R4 allows (the Inferno bundle has an effectivePeriod.stop)', () => {
     const entries = fhirJsonEntries(fixture('synthea/inferno-uscore-patient-355-1113kb.json'));
-    const bp = entries[266].resource as fhir4.Observation;
+    const bp = at(entries, 266, 'the entries').resource as fhir4.Observation;
     expect(bp.effectivePeriod).to.have.property('stop');
     expect(() => validateR4([{ ...bp, madeUp: 1 } as fhir4.Resource])).not.to.throw();
   });

@@ -50,6 +50,7 @@ describe('unitConversion', () => {
     it('asks the library once per unit pair, however often the pair comes', () => {
       // getInstance() makes a new object each time: the prototype is what every instance shares.
       const library = ucum.UcumLhcUtils.prototype;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be put back on the prototype; it is only ever applied to `this`.
       const original = library.convertUnitTo;
       let calls = 0;
       library.convertUnitTo = function (this: typeof library, ...args: Parameters<typeof original>) {
@@ -69,9 +70,9 @@ describe('unitConversion', () => {
     it('prints nothing of a unit string it cannot parse (the library would, on stdout among the access log)', () => {
       const printed: string[] = [];
       const log = console.log;
-      const write = process.stdout.write;
+      const write = process.stdout.write.bind(process.stdout);
       console.log = (...args: unknown[]) => { printed.push(args.join(' ')); };
-      process.stdout.write = ((chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; }) as typeof process.stdout.write;
+      process.stdout.write = (chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; };
       try {
         expect(convertUnit(1, "m'; drop table records", 'mmol/L')).to.equal(null);
         expect(convertUnit(1, '{"level":"error","msg":"forged"}', 'mmol/L')).to.equal(null);

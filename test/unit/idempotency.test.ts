@@ -10,14 +10,15 @@ function fakeStore(): IdempotencyKeyStore & { kept: Map<string, { fingerprint: s
   const id = (s: IdempotencyScope) => `${s.apiKeyId}/${s.operation}/${s.key}`;
   return {
     kept,
-    async claim(scope, fingerprint) {
+    claim(scope, fingerprint) {
       const held = kept.get(id(scope));
-      if (held) return held;
+      if (held) return Promise.resolve(held);
       kept.set(id(scope), { fingerprint, result: null });
-      return undefined;
+      return Promise.resolve(undefined);
     },
-    async keepResult(scope, result) {
-      kept.get(id(scope))!.result = JSON.parse(JSON.stringify(result));
+    keepResult(scope, result) {
+      kept.get(id(scope))!.result = JSON.parse(JSON.stringify(result)) as unknown;
+      return Promise.resolve();
     },
   };
 }
@@ -51,7 +52,7 @@ describe('idempotency: onceForKey', () => {
   it('runs the write once and replays its kept result for the same request', async () => {
     const store = fakeStore();
     let runs = 0;
-    const run = async () => ({ status: 201, body: { subject: `01-00${++runs}` } });
+    const run = () => Promise.resolve({ status: 201, body: { subject: `01-00${++runs}` } });
     expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: false });
     expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: true });
     expect(runs).to.equal(1);
@@ -59,9 +60,9 @@ describe('idempotency: onceForKey', () => {
 
   it('refuses another request under a used key with idempotency_key_reused, without running it', async () => {
     const store = fakeStore();
-    await onceForKey(store, scope, { site: '01' }, async () => 'first');
+    await onceForKey(store, scope, { site: '01' }, () => Promise.resolve('first'));
     let ran = false;
-    const refused = await onceForKey(store, scope, { site: '02' }, async () => { ran = true; return 'second'; }).catch((e: unknown) => e);
+    const refused = await onceForKey(store, scope, { site: '02' }, () => { ran = true; return Promise.resolve('second'); }).catch((e: unknown) => e);
     expect(isDomainError(refused) && refused.code).to.equal('idempotency_key_reused');
     expect(ran).to.equal(false);
   });

@@ -1,19 +1,20 @@
 import { expect } from 'chai';
 import { createReadAhead, READ_AHEAD_MS } from '../../src/db/readAhead.js';
 import type { PageRequest, ReadFilters, ReadScope } from '../../src/domain/stores.js';
+import { at } from '../helpers/only.js';
 
 const SCOPE: ReadScope = { studyId: 1, siteIds: [1, 2], hiddenFormIds: [] };
 /** A study whose patients nobody removes. */
-const noRemovals = async () => 0;
+const noRemovals = () => Promise.resolve(0);
 const ROWS = Array.from({ length: 10 }, (_, i) => ({ id: (i + 1) * 10 }));
 
 /** A page query over ROWS that records each query it was asked, as readPages would run it. */
 function pagesOf(failing = new Set<number>()) {
   const asked: PageRequest[] = [];
-  const query = async (_scope: ReadScope, _filters: ReadFilters, page: PageRequest) => {
+  const query = (_scope: ReadScope, _filters: ReadFilters, page: PageRequest) => {
     asked.push(page);
-    if (failing.has(page.afterId)) throw new Error('connection lost');
-    return ROWS.filter((r) => r.id > page.afterId).slice(0, page.limit);
+    if (failing.has(page.afterId)) return Promise.reject(new Error('connection lost'));
+    return Promise.resolve(ROWS.filter((r) => r.id > page.afterId).slice(0, page.limit));
   };
   return { asked, query };
 }
@@ -27,7 +28,7 @@ async function run(pages: (scope: ReadScope, filters: ReadFilters, page: PageReq
     const rows = fetched.slice(0, limit);
     seen.push(rows.map((r) => r.id));
     if (fetched.length <= limit) return seen;
-    afterId = rows[rows.length - 1].id;
+    afterId = at(rows, rows.length - 1, 'the page').id;
   }
 }
 
@@ -81,7 +82,7 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
   it('does not serve a page read before a patient of the study was removed (withdrew consent to data use)', async () => {
     let lastRemoval = 0;
     const { asked, query } = pagesOf();
-    const pages = createReadAhead(async () => lastRemoval).pages('patients', query);
+    const pages = createReadAhead(() => Promise.resolve(lastRemoval)).pages('patients', query);
     await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
     await new Promise((resolve) => setImmediate(resolve));
     expect(asked.map((p) => p.afterId), 'the next page was read ahead').to.deep.equal([0, 30]);

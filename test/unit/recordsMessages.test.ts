@@ -2,17 +2,17 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import * as yaml from 'js-yaml';
 import { FIELD_ISSUE_CODES } from '../../src/domain/records/recordContent.js';
-import { RECORD_RESULT_CODES, type RecordOutcome } from '../../src/domain/records/submitRecords.js';
+import { RECORD_RESULT_CODES } from '../../src/domain/records/submitRecords.js';
 import { en } from '../../src/handlers/messages/en.js';
 import { ru } from '../../src/handlers/messages/ru.js';
 import { issueMessageKey, resultMessageKey } from '../../src/handlers/presenters/recordResults.js';
 
-const placeholders = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+const placeholders = (text: string | undefined) => [...(text ?? '').matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
 /** Every text a per-record result can show: each result code with each of its variants, and each field issue. */
 const RESULT_KEYS = [...new Set(RECORD_RESULT_CODES.flatMap((code) =>
   [{ queriesOpened: 0, params: {} }, { queriesOpened: 1, params: {} }, { queriesOpened: 2, params: { draft: false } }, { queriesOpened: 0, params: { draft: true } }]
-    .map((variant) => resultMessageKey({ code, ...variant } as Pick<RecordOutcome, 'code' | 'queriesOpened' | 'params'>))))];
+    .map((variant) => resultMessageKey({ code, ...variant }))))];
 const ISSUE_KEYS = FIELD_ISSUE_CODES.flatMap((code) =>
   code === 'out_of_range' ? ['below', 'above'].map((variant) => issueMessageKey({ field: 'x', code, params: { variant } })!) : [issueMessageKey({ field: 'x', code })!]);
 

@@ -60,11 +60,11 @@ describe('records: queryCauses (range breaches and failing query checks; reject 
 
   it('words a range query with the value, the bound and the unit; a check query with its own texts', () => {
     const [range, check] = queryCauses(vs, checksOf('vs'), content({ vsdate: '2026-03-01', sbp: '60', dbp: '65' }));
-    expect(range.message).to.equal('Value 60 mm[Hg] is below the expected minimum 70 mm[Hg]');
-    expect(range.params).to.deep.equal({ variant: 'below', value: 60, limit: 70, unit: ' mm[Hg]' });
-    expect(queryCauses(vs, [], content({ sbp: '232' }))[0].message).to.equal('Value 232 mm[Hg] is above the expected maximum 220 mm[Hg]');
-    expect(check.message).to.equal('Diastolic pressure must be below systolic pressure');
-    expect(check.params).to.deep.equal({ message: 'Diastolic pressure must be below systolic pressure', message_ru: 'Диастолическое давление должно быть ниже систолического' });
+    expect(range?.message).to.equal('Value 60 mm[Hg] is below the expected minimum 70 mm[Hg]');
+    expect(range?.params).to.deep.equal({ variant: 'below', value: 60, limit: 70, unit: ' mm[Hg]' });
+    expect(queryCauses(vs, [], content({ sbp: '232' }))[0]?.message).to.equal('Value 232 mm[Hg] is above the expected maximum 220 mm[Hg]');
+    expect(check?.message).to.equal('Diastolic pressure must be below systolic pressure');
+    expect(check?.params).to.deep.equal({ message: 'Diastolic pressure must be below systolic pressure', message_ru: 'Диастолическое давление должно быть ниже систолического' });
   });
 });
 

@@ -8,7 +8,7 @@ describe('SerializedJson', () => {
     const json = new SerializedJson('{"records":[', items, '],"next":null}');
     expect(json.text).to.equal(`{"records":[${items.join(',')}],"next":null}`);
     expect(json.bytes.equals(Buffer.from(json.text, 'utf8'))).to.equal(true);
-    expect(JSON.parse(json.bytes.toString('utf8')).records).to.have.length(3);
+    expect((JSON.parse(json.bytes.toString('utf8')) as { records: unknown[] }).records).to.have.length(3);
   });
 
   it('writes an empty list and a text without items', () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { dump, load } from 'js-yaml';
-import jsonLogic, { type RulesLogic } from 'json-logic-js';
+import jsonLogic from 'json-logic-js';
 import { DomainError } from '../../src/domain/errors.js';
 import { designSchema, designSchemaPath } from '../../src/domain/studyDesign/designSchema.js';
 import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.js';
@@ -41,8 +41,11 @@ fhir_mapping:
     - {systems: ["http://www.nlm.nih.gov/research/umls/rxnorm"], form: f1, field: t, columns: {x: display, d: start}}
 `;
 
-// The tests edit the parsed base loosely, as an author edits the file.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call,
+   @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-return --
+   The tests edit the parsed base loosely, as an author edits the file, into shapes no type of a design allows (unknown
+   members, values of the wrong type, required members deleted): the document is untyped on purpose, and the parser's
+   verdict on it is what each case checks. */
 type Doc = any;
 
 /** The base design with one change applied, as YAML text. */
@@ -107,7 +110,7 @@ describe('parseStudyDesign', () => {
     ];
     for (const [loinc, target, unit] of fixtureCodes) {
       it(`maps LOINC ${loinc} to ${target} in ${unit}`, () => {
-        const [formCode, fieldCode] = target.split('.');
+        const [formCode = '', fieldCode] = target.split('.');
         const mapping = demo.fhir_mapping.observations.find((o) =>
           o.form === formCode && o.field === fieldCode && o.codes.some((c) => c.system === 'http://loinc.org' && c.code === loinc));
         expect(mapping, `no mapping of ${loinc} to ${target}`).to.not.equal(undefined);
@@ -143,7 +146,7 @@ describe('parseStudyDesign', () => {
     for (const [code, values, holds] of ruleCases) {
       it(`${code} ${holds ? 'holds' : 'fails'} for ${JSON.stringify(values)}`, () => {
         const check = demo.edit_checks.find((c) => c.code === code)!;
-        expect(jsonLogic.truthy(jsonLogic.apply(check.rule as RulesLogic, values))).to.equal(holds);
+        expect(jsonLogic.truthy(jsonLogic.apply(check.rule, values))).to.equal(holds);
       });
     }
   });
@@ -156,14 +159,14 @@ describe('parseStudyDesign', () => {
       }));
       expect(design).to.include({ blinded: false, consent_required: false, enrolment_open: true, visit_window_queries: true, subject_format: '{site}-{seq:3}', reason_required_on_update: false });
       expect(design.visits[0]).to.deep.include({ window: { before: 0, after: 0 }, repeating: false });
-      expect(design.forms[0].team).to.equal('all');
-      expect(design.forms[0].fields.every((f) => f.required === false)).to.equal(true);
+      expect(design.forms[0]?.team).to.equal('all');
+      expect(design.forms[0]?.fields.every((f) => f.required === false)).to.equal(true);
       expect(design.edit_checks).to.deep.equal([]);
       expect(design.fhir_mapping).to.deep.equal({ observations: [], conditions: [], medications: [] });
     });
 
     it('accepts the base design used by the error cases', () => {
-      expect(parseStudyDesign(BASE_YAML).edit_checks[0].action).to.equal('query');
+      expect(parseStudyDesign(BASE_YAML).edit_checks[0]?.action).to.equal('query');
     });
   });
 
@@ -320,7 +323,7 @@ describe('parseStudyDesign', () => {
       it(`reports ${name}`, () => {
         const error = parseError(text);
         expect(reported(error)).to.deep.equal(expected);
-        if (message) expect(error.fieldErrors[0].params?.message).to.match(message);
+        if (message) expect(error.fieldErrors[0]?.params?.message).to.match(message);
       });
     }
   });
@@ -337,8 +340,8 @@ describe('parseStudyDesign', () => {
         const error = parseError(text);
         expect(reported(error)).to.deep.equal([{ pointer: '', code: 'yaml_syntax' }]);
         if (line !== undefined) {
-          expect(error.fieldErrors[0].params).to.include({ line });
-          expect(error.fieldErrors[0].params?.message).to.include(`line ${line}`);
+          expect(error.fieldErrors[0]?.params).to.include({ line });
+          expect(error.fieldErrors[0]?.params?.message).to.include(`line ${line}`);
         }
       });
     }

@@ -36,8 +36,8 @@ describe('validationError', () => {
   });
 
   it('exclusive limits, an object that takes no members, and any other keyword with its name', () => {
-    expect(refusal({ type: 'number', exclusiveMinimum: 0 }, 0).errors?.[0].message).to.equal('"/" must be greater than 0; received 0.');
-    expect(refusal({ type: 'number', exclusiveMaximum: 10 }, 10, 'ru').errors?.[0].message).to.equal('Значение "/" должно быть меньше 10; получено 10.');
+    expect(refusal({ type: 'number', exclusiveMinimum: 0 }, 0).errors?.[0]?.message).to.equal('"/" must be greater than 0; received 0.');
+    expect(refusal({ type: 'number', exclusiveMaximum: 10 }, 10, 'ru').errors?.[0]?.message).to.equal('Значение "/" должно быть меньше 10; получено 10.');
     expect(refusal({ type: 'object', additionalProperties: false }, { x: 1 }).errors).to.deep.equal([
       { pointer: '/x', code: 'additionalProperties', allowed: [], message: 'Unknown member "x"; this object takes no members.' },
     ]);
