@@ -1183,7 +1183,7 @@ export interface components {
             author: string;
             /** @description Why, as recorded with the change. */
             reason: string;
-            /** @description What happened: `patient.enrolled`, `consent.given`, `consent.withdrawn`, `record.value_set`, `record.value_changed`, `record.status_changed`, `query.opened`, `query.closed`, `fhir.import_proposed`, `fhir.import_saved`, `fhir.import_confirmed`, `fhir.import_rejected`. Not an enum: later versions may add actions. */
+            /** @description What happened: `patient.enrolled`, `consent.given`, `consent.withdrawn`, `record.value_set`, `record.value_changed`, `record.status_changed`, `query.opened`, `query.answered` (the answer is `new_value`), `query.closed` (a closer's reason ends `reason`), `fhir.import_proposed`, `fhir.import_saved`, `fhir.import_confirmed`, `fhir.import_rejected`. Not an enum: later versions may add actions. */
             action: string;
             subject: string;
             site: string;
