@@ -228,6 +228,11 @@ describe('queryThreads', () => {
       expect(otherSubject.body.errors[0].message).to.equal('There is no patient "01-003" at the sites of this API key.');
     });
 
+    it('a query id beyond what the database can hold is a bad parameter (400), never a database error', async () => {
+      const res = await answer(Number('1e30'), keys.lab, { text: 'x' });
+      expect(problem(res)).to.deep.equal({ status: 400, code: 'invalid_parameter', pointers: ['/path/query_id'] });
+    });
+
     it('a blinded key neither sees, answers nor raises a query on a form of the unblinded team', async () => {
       expect((await queriesOf('01-001', keys.blinded)).map((q) => q.id)).not.to.include(blindedQuery.id);
       expect(problem(await answer(blindedQuery.id, keys.blinded, { text: 'x' }))).to.deep.equal({ status: 404, code: 'query_not_found', pointers: [] });
