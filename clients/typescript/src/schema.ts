@@ -1121,7 +1121,7 @@ export interface components {
             opened_by: components["schemas"]["QueryAuthor"];
             /** @description The thread of answers, oldest first; empty while nobody has answered. */
             answers: components["schemas"]["QueryAnswer"][];
-            /** @description Who closed the query, or null while it is open or answered. Null also for a manual query closed before v1.2.0, when the closer was not kept. */
+            /** @description Who closed the query, or null while it is open or answered. Null also for a query closed before v1.2.0, when the closer was not kept. */
             closed_by: components["schemas"]["QueryAuthor"] | null;
             /** @description Why the query was closed, as its closer gave it, or null. */
             close_reason: string | null;
