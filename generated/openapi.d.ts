@@ -145,7 +145,9 @@ export interface paths {
          * Read queries
          * @description Returns one page of data queries in ascending `id` order. These are automatic range queries,
          *     queries opened by edit checks, and manual queries. Needs the read right. Queries on forms the key
-         *     may not see are not returned.
+         *     may not see are not returned. Each query carries who opened it (`opened_by`), its thread of answers
+         *     (`answers`), and once closed who closed it and why (`closed_by`, `close_reason`). An answer or a
+         *     closing moves the query's `updated_at`, so an incremental load picks it up again.
          *
          *     Paging: pass `next` as `after` with the same filters. Incremental loads: pass the run's `watermark`
          *     as `updated_since` next time, upsert by `id` (a query may come again), and delete every query of the
@@ -153,7 +155,105 @@ export interface paths {
          */
         get: operations["listQueries"];
         put?: never;
-        post?: never;
+        /**
+         * Raise a query on a field
+         * @description Opens a manual query on one field of a saved form instance, as a person does on the patient card.
+         *     Needs the write right. The query is opened by the key: the queries read shows `opened_by` as
+         *     `{kind: api_key, name: "<key name> (API)"}`, and the audit trail has a `query.opened` row with that
+         *     author. An `Idempotency-Key` makes a retry safe and returns the first answer again.
+         *
+         *     `field` is a field code of the form, or a table cell `<table>[<row>].<column>` (0-based row) of a
+         *     row the form holds. `instance` is the occurrence of a repeated visit (default 1).
+         *
+         *     Refusals: 422 `query_place_unknown` when the subject, visit, form, instance or field is not one the
+         *     key may reach; `errors[]` points at the member that is wrong (`/subject`, `/visit`, `/form`,
+         *     `/instance`, `/field`). A patient of another site, and a form of the unblinded team for a key whose
+         *     maker is blinded, are reported exactly like ones that do not exist. A form instance not saved yet
+         *     gives the same code with `errors[]` pointing at `/form` (`form_not_entered`): a query needs a value
+         *     to ask about. 422 `consent_missing` when the patient's consent does not allow data entry (as for
+         *     records), 422 `invalid_body` for an empty or blank `message`, 423 `study_locked`.
+         */
+        post: operations["openQuery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/queries/{query_id}/answers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The query's `id`, as the queries read returns it.
+                 * @example 311
+                 */
+                query_id: components["parameters"]["QueryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a query
+         * @description Adds an answer to the query's thread; the query becomes `answered` and waits for its opener (or any
+         *     writer of its site) to close it, or, for an automatic query, for the value to be corrected. A query
+         *     that is already answered takes further answers. Needs the write right. The answer's author is
+         *     `<key name> (API)`, in the thread and in the audit trail (`query.answered`). An `Idempotency-Key`
+         *     makes a retry safe and returns the first answer again.
+         *
+         *     Refusals: 404 `query_not_found` for a query the key may not see: of another study or site, on a form
+         *     of the unblinded team when the key's maker is blinded, or of a patient who withdrew consent to the
+         *     use of their data; all of them answer exactly like a query that does not exist. 409 `query_closed`
+         *     for a closed query. 422 `consent_missing` when the patient's consent does not allow data entry,
+         *     422 `invalid_body` for an empty or blank `text`, 423 `study_locked`.
+         */
+        post: operations["answerQuery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/studies/{study_code}/queries/{query_id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The query's `id`, as the queries read returns it.
+                 * @example 311
+                 */
+                query_id: components["parameters"]["QueryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a query
+         * @description Closes a query that the key raised itself (open or answered), or any answered query of the key's
+         *     sites. The reason is kept with the query (`close_reason`, `closed_by`) and in the audit trail
+         *     (`query.closed`, author `<key name> (API)`). Needs the write right. An `Idempotency-Key` makes a
+         *     retry safe and returns the first answer again.
+         *
+         *     Refusals: 404 `query_not_found` as for answers. 409 `query_closed` for a closed query, and 409
+         *     `query_not_closable` for an open query that someone else raised (a person, another key, or the
+         *     service itself): it must be answered first. 422 `consent_missing`, 422 `invalid_body` for an empty
+         *     or blank `reason`, 423 `study_locked`.
+         */
+        post: operations["closeQuery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1013,8 +1113,18 @@ export interface components {
             opened_at: string;
             /** @description When the query was closed, or null. */
             closed_at: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The time of the query's last step (opened, answered, closed).
+             */
             updated_at: string;
+            opened_by: components["schemas"]["QueryAuthor"];
+            /** @description The thread of answers, oldest first; empty while nobody has answered. */
+            answers: components["schemas"]["QueryAnswer"][];
+            /** @description Who closed the query, or null while it is open or answered. Null also for a query closed before v1.2.0, when the closer was not kept. */
+            closed_by: components["schemas"]["QueryAuthor"] | null;
+            /** @description Why the query was closed, as its closer gave it, or null. */
+            close_reason: string | null;
         };
         QueryPage: {
             queries: components["schemas"]["QueryRead"][];
@@ -1022,6 +1132,42 @@ export interface components {
             watermark: components["schemas"]["Watermark"];
             removed: components["schemas"]["Removals"];
         };
+        /** @description Who took a step on a query. `person`: a member of the site or study team (in the portal or with the command line). `api_key`: an API key; `name` is `<key name> (API)`. `system`: the service itself, for an automatic query; `name` is then the author of the value that made the service open or close it. */
+        QueryAuthor: {
+            /** @enum {string} */
+            kind: "person" | "api_key" | "system";
+            name: string;
+        };
+        /** @description One answer in a query's thread. */
+        QueryAnswer: {
+            id: number;
+            text: string;
+            author: components["schemas"]["QueryAuthor"];
+            /** Format: date-time */
+            answered_at: string;
+        };
+        /** @description A manual query on one field of a saved form instance. */
+        QueryOpening: {
+            subject: string;
+            visit: string;
+            /**
+             * @description The occurrence of a repeated visit.
+             * @default 1
+             */
+            instance: number;
+            form: string;
+            /** @description A field code of the form, or a table cell `<table>[<row>].<column>` (0-based row). */
+            field: string;
+            message: components["schemas"]["QueryText"];
+        };
+        QueryAnswerInput: {
+            text: components["schemas"]["QueryText"];
+        };
+        QueryClosing: {
+            reason: components["schemas"]["QueryText"];
+        };
+        /** @description Free text of at least one character that is not a space, at most 2000 characters. */
+        QueryText: string;
         /** @description One row of the audit trail. Besides what a person reads (time, author, action, where, old and new value, reason) it carries every member its chain hash covers, so the hash can be recomputed. */
         AuditRead: {
             /** @description The row's id, the paging order. Ids grow across all studies, so they have gaps. */
@@ -1037,7 +1183,7 @@ export interface components {
             author: string;
             /** @description Why, as recorded with the change. */
             reason: string;
-            /** @description What happened: `patient.enrolled`, `consent.given`, `consent.withdrawn`, `record.value_set`, `record.value_changed`, `record.status_changed`, `query.opened`, `query.closed`, `fhir.import_proposed`, `fhir.import_saved`, `fhir.import_confirmed`, `fhir.import_rejected`. Not an enum: later versions may add actions. */
+            /** @description What happened: `patient.enrolled`, `consent.given`, `consent.withdrawn`, `record.value_set`, `record.value_changed`, `record.status_changed`, `query.opened`, `query.answered` (the answer is `new_value`), `query.closed` (a closer's reason ends `reason`), `fhir.import_proposed`, `fhir.import_saved`, `fhir.import_confirmed`, `fhir.import_rejected`. Not an enum: later versions may add actions. */
             action: string;
             subject: string;
             site: string;
@@ -1312,6 +1458,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The study is not the key's study (`study_not_found`), or the key may see no query with this id (`query_not_found`). */
+        QueryNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The query is closed (`query_closed`), or it is open and was raised by someone else, so this key may not close it before it is answered (`query_not_closable`). */
+        QueryConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The requested subject is taken (`subject_taken`). */
         Conflict: {
             headers: {
@@ -1348,7 +1512,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body cannot be processed. The codes are `invalid_body`, `unknown_site`, `unknown_form_or_visit`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch` and `idempotency_key_reused` (the `Idempotency-Key` came with another request before). Nothing is kept. */
+        /** @description The body cannot be processed. The codes are `invalid_body`, `unknown_site`, `unknown_form_or_visit`, `unknown_subject`, `consent_missing`, `fhir_not_fhir`, `fhir_other_patient`, `fhir_two_patients`, `fhir_identity_mismatch`, `query_place_unknown` and `idempotency_key_reused` (the `Idempotency-Key` came with another request before). Nothing is kept. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1396,6 +1560,11 @@ export interface components {
          * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
          */
         IdempotencyKey: string;
+        /**
+         * @description The query's `id`, as the queries read returns it.
+         * @example 311
+         */
+        QueryId: number;
         /**
          * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
          * @example DEMO
@@ -1865,6 +2034,180 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    openQuery: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryOpening"];
+            };
+        };
+        responses: {
+            /** @description The query is open; the body is the query as the queries read returns it. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryRead"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerQuery: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The query's `id`, as the queries read returns it.
+                 * @example 311
+                 */
+                query_id: components["parameters"]["QueryId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryAnswerInput"];
+            };
+        };
+        responses: {
+            /** @description The answer is added; the body is the query as it now is, with its thread. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryRead"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["QueryNotFound"];
+            409: components["responses"]["QueryConflict"];
+            422: components["responses"]["Unprocessable"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    closeQuery: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The language of messages meant for people. It takes precedence over the `Accept-Language` header. Without both, messages are in English. Machine codes and text the study defines are never translated.
+                 * @example ru
+                 */
+                lang?: components["parameters"]["Lang"];
+            };
+            header?: {
+                /**
+                 * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
+                 * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The study's code. A code that is not the key's study gives 404 `study_not_found`. A code that does not match the pattern gives 400.
+                 * @example DEMO
+                 */
+                study_code: components["parameters"]["StudyCode"];
+                /**
+                 * @description The query's `id`, as the queries read returns it.
+                 * @example 311
+                 */
+                query_id: components["parameters"]["QueryId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryClosing"];
+            };
+        };
+        responses: {
+            /** @description The query is closed; the body is the query as it now is. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryRead"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["QueryNotFound"];
+            409: components["responses"]["QueryConflict"];
+            422: components["responses"]["Unprocessable"];
+            423: components["responses"]["Locked"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

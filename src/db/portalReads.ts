@@ -48,10 +48,13 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .whereIn('q.status', ['open', 'answered'])
         .whereNotIn('r.form_id', hiddenFormIds)
         .orderBy('q.id')
-        .select('q.id', 'v.code as visit', 'r.instance', 'f.code as form', 'q.field_code', 'q.status', 'q.origin', 'q.message', 'q.opened_by', 'q.opened_at');
+        .select('q.id', 'v.code as visit', 'r.instance', 'f.code as form', 'q.field_code', 'q.status', 'q.origin', 'q.message', 'q.opened_by', 'q.opened_at',
+          db.raw(`coalesce((select json_agg(json_build_object('author', a.author, 'text', a.text, 'answeredAt', a.answered_at) order by a.id)
+            from query_answers a where a.query_id = q.id), '[]'::json) as answers`));
       return rows.map((r) => ({
         id: r.id, visit: r.visit, instance: r.instance, form: r.form, field: r.field_code, status: r.status, origin: r.origin, message: r.message,
         openedBy: r.opened_by, openedAt: r.opened_at,
+        answers: (r.answers as { author: string; text: string; answeredAt: string }[]).map((a) => ({ ...a, answeredAt: new Date(a.answeredAt) })),
       }));
     },
     async auditTrail(patientId, hiddenFormIds, limit) {

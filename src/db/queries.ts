@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
 import type { QueryStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
+import { queryReads, rowToQueryRead } from './readPages.js';
 
 export const TABLE = 'queries';
+const ANSWERS = 'query_answers';
 
 export function queryStore(db: Knex): QueryStore {
   return {
@@ -22,12 +24,36 @@ export function queryStore(db: Knex): QueryStore {
       await insertRows(db, TABLE, queries.map((q, i) => ({
         id: drawn[i], study_id: q.studyId, record_id: q.recordId, patient_id: q.patientId, site_id: q.siteId, field_code: q.fieldCode,
         origin: q.origin, check_code: q.checkCode, message: q.message, opened_by: q.openedBy,
+        opened_by_type: q.opener?.type ?? null, opened_by_id: q.opener?.id ?? null,
       })));
       return drawn;
     },
-    async close(ids) {
+    async close(ids, closing) {
       if (ids.length === 0) return;
-      await db(TABLE).whereIn('id', ids).update({ status: 'closed', closed_at: db.fn.now(), updated_at: db.fn.now() });
+      await db(TABLE).whereIn('id', ids).whereNot('status', 'closed').update({
+        status: 'closed', closed_at: db.fn.now(), updated_at: db.fn.now(), closed_by_type: closing.type, closed_by: closing.by, close_reason: closing.reason,
+      });
+    },
+    async findForStep(studyId, id) {
+      const row = await db(`${TABLE} as qu`).join('records as r', 'r.id', 'qu.record_id').join('patients as p', 'p.id', 'qu.patient_id')
+        .where({ 'qu.study_id': studyId, 'qu.id': id }).forUpdate('qu')
+        .first('qu.id', 'qu.study_id', 'qu.record_id', 'qu.patient_id', 'p.subject', 'qu.site_id', 'r.form_id', 'qu.field_code', 'qu.origin', 'qu.status',
+          'qu.opened_by_type', 'qu.opened_by_id');
+      return row && {
+        id: row.id, studyId: row.study_id, recordId: row.record_id, patientId: row.patient_id, subject: row.subject, siteId: row.site_id,
+        formId: row.form_id, fieldCode: row.field_code, origin: row.origin, status: row.status,
+        opener: row.opened_by_type ? { type: row.opened_by_type, id: row.opened_by_id } : null,
+      };
+    },
+    async answer(queryId, answer) {
+      const [{ id }] = await db(ANSWERS).insert({
+        query_id: queryId, text: answer.text, author_type: answer.author.type, author_id: answer.author.id, author: answer.authorName,
+      }).returning('id');
+      await db(TABLE).where({ id: queryId }).update({ status: 'answered', updated_at: db.fn.now() });
+      return id;
+    },
+    async read(id) {
+      return rowToQueryRead(await queryReads(db).where('qu.id', id).first());
     },
   };
 }

@@ -13,6 +13,13 @@ export type Actor =
   | { kind: 'api_key'; keyId: number; keyName: string; makerId: number }
   | { kind: 'operator'; name: string };
 
+/** An actor as rows keep it: its kind and the id of its person or key (none for the operator). */
+export interface ActorRef { type: Actor['kind']; id: number | null }
+
+export function actorRef(actor: Actor): ActorRef {
+  return { type: actor.kind, id: actor.kind === 'user' ? actor.userId : actor.kind === 'api_key' ? actor.keyId : null };
+}
+
 export function authorOf(actor: Actor): string {
   if (actor.kind === 'api_key') return `${actor.keyName} (API)`;
   return actor.kind === 'operator' ? `${actor.name} (command line)` : actor.name;

@@ -1,4 +1,4 @@
-import { authorOf, reasonOf, type Actor } from './actor.js';
+import { actorRef, authorOf, reasonOf, type Actor } from './actor.js';
 import type { AuditEntry } from './stores.js';
 
 /**
@@ -14,7 +14,7 @@ export function auditEntry(
     ...entry,
     studyId,
     actorType: actor.kind,
-    actorId: actor.kind === 'user' ? actor.userId : actor.kind === 'api_key' ? actor.keyId : null,
+    actorId: actorRef(actor).id,
     author: authorOf(actor),
     reason: entry.reason ?? reasonOf(actor),
   };

@@ -2,6 +2,7 @@
  * The stores the domain depends on, one per aggregate. `src/db` implements them over Knex, bound
  * to one transaction per use case; unit tests bind in-memory fakes.
  */
+import type { ActorRef } from './actor.js';
 import type { ChainedContent } from './auditChain.js';
 import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImportItem.js';
 import type { StudyDesign } from './studyDesign/types.js';
@@ -199,7 +200,35 @@ export interface NewQuery {
   origin: 'range' | 'edit_check' | 'visit_window' | 'manual';
   checkCode: string | null;
   message: string;
+  /** The opener's name as the trail shows it; for an automatic query, the author of the value that caused it. */
   openedBy: string;
+  /** Who raised a manual query, so that it may close it; absent for automatic queries, which the service opens. */
+  opener?: ActorRef;
+}
+
+export type QueryStatus = 'open' | 'answered' | 'closed';
+
+/** A query as a step on it (answer, close) needs it: where it stands, and who raised it. */
+export interface QueryForStep {
+  id: number;
+  studyId: number;
+  recordId: number;
+  patientId: number;
+  subject: string;
+  siteId: number;
+  formId: number;
+  fieldCode: string;
+  origin: string;
+  status: QueryStatus;
+  opener: ActorRef | null;
+}
+
+/** Who closes a query: an actor, or the service when the value that caused an automatic query is corrected. */
+export interface QueryClosing {
+  type: ActorRef['type'] | 'system';
+  /** The closer's name; for the service, the author of the correcting value. */
+  by: string;
+  reason: string;
 }
 
 export interface QueryStore {
@@ -207,7 +236,14 @@ export interface QueryStore {
   openForRecords(recordIds: number[]): Promise<{ id: number; recordId: number; fieldCode: string; origin: string; checkCode: string | null }[]>;
   /** Inserts the queries in one statement; returns their ids in the order given. */
   insert(queries: NewQuery[]): Promise<number[]>;
-  close(ids: number[]): Promise<void>;
+  /** Closes the queries that are not closed yet. */
+  close(ids: number[], closing: QueryClosing): Promise<void>;
+  /** The study's query of that id, row-locked to the end of the transaction so that steps on it apply one after the other. */
+  findForStep(studyId: number, id: number): Promise<QueryForStep | undefined>;
+  /** Adds an answer to the query's thread and marks the query answered; returns the answer's id. */
+  answer(queryId: number, answer: { text: string; author: ActorRef; authorName: string }): Promise<number>;
+  /** The query as the read calls show it, thread included. */
+  read(id: number): Promise<QueryReadRow>;
 }
 
 /** What a reading key may see: its sites, and not the forms of the unblinded team unless its maker is unblinded. */
@@ -247,7 +283,16 @@ export interface RecordReadRow {
 export interface QueryReadRow {
   id: number; subject: string; site: string; visit: string; instance: number; form: string; field: string; status: string;
   origin: string; message: string; openedAt: Date; closedAt: Date | null; updatedAt: Date;
+  openedBy: string;
+  /** The actor type of a manual query's opener; null for automatic queries and manual ones raised before it was kept. */
+  openedByType: string | null;
+  answers: QueryAnswerRow[];
+  closedBy: string | null;
+  closedByType: string | null;
+  closeReason: string | null;
 }
+/** One answer of a query's thread; its time comes as the database wrote it, ISO 8601 UTC. */
+export interface QueryAnswerRow { id: number; text: string; authorType: string; author: string; answeredAt: string }
 export interface RemovalRow { subject: string; site: string; reason: string; removedAt: Date }
 
 /** Keyset pages (ordered by id, no OFFSET) over what a key may read; each page is one indexed query. */

@@ -17,3 +17,8 @@ export function authenticated(ctx: KoaContext): { key: KeyContext; study: StudyR
 export function keyActor(key: KeyContext) {
   return { kind: 'api_key' as const, keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
 }
+
+/** What a key's writes reach: its sites, and unblinded-team forms only if its maker is unblinded. */
+export function keyWriteAccess(key: KeyContext) {
+  return { siteIds: key.siteIds, unblinded: key.makerUnblinded };
+}

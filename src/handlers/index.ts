@@ -4,7 +4,7 @@ import { exportOdm, getDataset, listDatasets } from './exports.js';
 import { getFhirImport, importFhirNdjson, importFhirRecord, listFhirImports } from './fhir.js';
 import { getOpenApi } from './meta.js';
 import { createPatient, listPatients } from './patients.js';
-import { listQueries } from './queries.js';
+import { answerQuery, closeQuery, listQueries, openQuery } from './queries.js';
 import { listFormRecords, submitFormRecords } from './records.js';
 import { getStudyDesign } from './studies.js';
 import type { HandlerMap } from './types.js';
@@ -17,6 +17,9 @@ export const handlers = {
   listPatients,
   listFormRecords,
   listQueries,
+  openQuery,
+  answerQuery,
+  closeQuery,
   listAuditTrail,
   importFhirRecord,
   importFhirNdjson,

@@ -87,6 +87,11 @@ const STATUS: Record<ErrorCode, number> = {
   consent_date_invalid: 422,
   consent_date_in_future: 422,
   consent_date_before_birth: 422,
+  // Steps on a query (src/domain/queries).
+  query_not_found: 404,
+  query_closed: 409,
+  query_not_closable: 409,
+  query_place_unknown: 422,
 };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

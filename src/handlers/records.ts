@@ -3,7 +3,7 @@ import { toRecordPageJson } from './presenters/readRows.js';
 import { readRequestOf, readStores } from './readRequest.js';
 import { submitRecords } from '../domain/records/submitRecords.js';
 import { inTransaction } from '../db/stores.js';
-import { authenticated, keyActor } from './authenticated.js';
+import { authenticated, keyActor, keyWriteAccess } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
 import { toRecordsResultDto } from './presenters/recordResults.js';
 import type { OperationHandler } from './types.js';
@@ -15,7 +15,7 @@ export const submitFormRecords: OperationHandler<'submitFormRecords'> = async (c
   // A dry run changes nothing, so it keeps no Idempotency-Key: it answers anew each time.
   const request = validateOnly ? undefined : { operation: 'submitFormRecords' as const, input: c.request.requestBody };
   return inTransaction(services.db.knex, (stores) => answerOnce(ctx, stores, request, async () => {
-    const outcomes = await submitRecords(stores, keyActor(key), { siteIds: key.siteIds, unblinded: key.makerUnblinded }, study, c.request.requestBody.records, {
+    const outcomes = await submitRecords(stores, keyActor(key), keyWriteAccess(key), study, c.request.requestBody.records, {
       validateOnly,
       source: 'api',
     });

@@ -68,6 +68,9 @@ describe('hostile input: every query and path parameter in the spec', function (
       submitFormRecords: JSON.stringify({ records: [{ subject: 'nobody', visit: 'screening', form: 'vs', values: { sbp: '120' } }] }),
       importFhirRecord: JSON.stringify({ resourceType: 'Basic', code: { text: 'x' } }),
       importFhirNdjson: JSON.stringify({ resourceType: 'Basic', code: { text: 'x' } }),
+      openQuery: JSON.stringify({ subject: 'nobody', visit: 'screening', form: 'vs', field: 'sbp', message: 'x' }),
+      answerQuery: JSON.stringify({ text: 'x' }),
+      closeQuery: JSON.stringify({ reason: 'x' }),
     };
   });
   after(() => app.close());

@@ -17,6 +17,8 @@ describe('staff portal: the patient card', () => {
   let world: StudyWorld;
   let subject: string;
   let staff: PortalClient;
+  /** A key whose name needs escaping: it sends the values and answers the query they open. */
+  let lims: string;
 
   before(async () => {
     app = await startTestApp();
@@ -24,7 +26,7 @@ describe('staff portal: the patient card', () => {
     world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'blinded@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Bea Blinded');
     await addStaff(app.db.knex, 'unblinded@sdx.test', { study: world.code, role: 'manager', unblinded: true }, 'Uma Unblinded');
-    const lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
+    lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
     const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
     subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject, '2026-02-10');
@@ -67,6 +69,20 @@ describe('staff portal: the patient card', () => {
     const audit = section(card, 'audit');
     expect(audit).to.include('Ward &lt;LIMS&gt; (API)').and.include('Value entered').and.include('screening / vs sbp 232 mmHg').and.include('Consent given');
     expect(card.html).not.to.include('Ward <LIMS>');
+  });
+
+  it('shows a query\'s thread of answers under it: who wrote each answer, when, and what, escaped (issue 22.2)', async () => {
+    const read = await app.call('GET', `/api/v1/studies/${world.code}/queries?subject=${subject}`, { key: lims });
+    const query = read.body.queries.find((q: { field: string }) => q.field === 'sbp');
+    const answered = await app.call('POST', `/api/v1/studies/${world.code}/queries/${query.id}/answers`, { key: lims, body: { text: 'Re-measured: <b>232</b> confirmed.' } });
+    expect(answered.status, JSON.stringify(answered.body)).to.equal(201);
+    const card = await staff.get(`/p/${world.code}/s/${subject}`);
+    const thread = new RegExp(`<tr class="query-thread" data-query="${query.id}">([\\s\\S]*?)</tr>`).exec(card.html);
+    expect(thread, 'the thread row').to.not.equal(null);
+    expect(thread![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim())
+      .to.match(/^Ward &lt;LIMS&gt; \(API\) , \d{4}-\d\d-\d\d \d\d:\d\d UTC: Re-measured: &lt;b&gt;232&lt;\/b&gt; confirmed\.$/);
+    expect(section(card, 'queries')).to.include('screening / vs sbp answered');
+    expect(card.html).to.include('<tr data-action="query.answered">');
   });
 
   it('shows the audit trail in words: actions, choices with their labels, marks, statuses and table rows, not codes and JSON', async () => {

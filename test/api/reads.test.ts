@@ -421,9 +421,14 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
       expect(all.find((q) => q.id === closed.id)).to.deep.equal({
         id: closed.id, subject: '02-002', site: '02', visit: 'screening', instance: 1, form: 'vs', field: 'sbp', status: 'closed', origin: 'range',
         message: closed.message, opened_at: closed.opened_at.toISOString(), closed_at: closed.closed_at.toISOString(), updated_at: closed.updated_at.toISOString(),
+        opened_by: { kind: 'system', name: 'Test system (API)' }, answers: [], closed_by: { kind: 'system', name: 'Test system (API)' },
+        close_reason: 'The value that caused the query was corrected.',
       });
       const open = all.find((q) => q.id === manualQueryId)!;
-      expect(open).to.include({ closed_at: null, message: 'Please check the kit number against the shipment log.', site: '01' });
+      expect(open).to.deep.include({
+        closed_at: null, message: 'Please check the kit number against the shipment log.', site: '01', opened_by: { kind: 'person', name: 'Monitor' },
+        answers: [], closed_by: null, close_reason: null,
+      });
       for (const q of all) for (const stamp of [q.opened_at, q.updated_at]) expect(stamp).to.match(ISO_UTC);
     });
 

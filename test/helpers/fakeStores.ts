@@ -154,6 +154,18 @@ export class FakeQueryStore implements QueryStore {
   async close(ids: number[]): Promise<void> {
     for (const q of this.rows) if (ids.includes(q.id)) q.status = 'closed';
   }
+
+  async findForStep(): Promise<never> {
+    return notFaked('queries.findForStep');
+  }
+
+  async answer(): Promise<never> {
+    return notFaked('queries.answer');
+  }
+
+  async read(): Promise<never> {
+    return notFaked('queries.read');
+  }
 }
 
 export class FakeAuditStore implements AuditStore {

@@ -77,7 +77,7 @@ export function expectNoFault(reply: Reply, context = ''): void {
 /** The rows a write may leave behind; a refused request must leave every count as it was. */
 export async function footprint(knex: Knex): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const table of ['records', 'queries', 'audit_events', 'patients', 'fhir_imports']) {
+  for (const table of ['records', 'queries', 'query_answers', 'audit_events', 'patients', 'fhir_imports']) {
     counts[table] = Number(only(await knex(table).count({ n: '*' }), `the count of ${table}`).n);
   }
   counts.fhir_import_items = await fhirImportItems(knex);

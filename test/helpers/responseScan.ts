@@ -44,7 +44,8 @@ export async function installPrivateMarks(owner: Knex): Promise<void> {
 const READ_ROW_MEMBERS: Record<string, string[]> = {
   patients: ['subject', 'site', 'sex', 'enrolled_on', 'status', 'updated_at'],
   records: ['id', 'subject', 'site', 'visit', 'form', 'instance', 'status', 'source', 'updated_at', 'values', 'not_done', 'tables'],
-  queries: ['id', 'subject', 'site', 'visit', 'instance', 'form', 'field', 'status', 'origin', 'message', 'opened_at', 'closed_at', 'updated_at'],
+  queries: ['id', 'subject', 'site', 'visit', 'instance', 'form', 'field', 'status', 'origin', 'message', 'opened_at', 'closed_at', 'updated_at',
+    'opened_by', 'answers', 'closed_by', 'close_reason'],
   audit: ['id', 'position', 'at', 'author', 'reason', 'action', 'subject', 'site', 'visit', 'form', 'instance', 'field', 'old_value', 'new_value',
     'details', 'actor_type', 'actor_id', 'study_id', 'patient_id', 'record_id', 'previous_hash', 'hash'],
   imports: ['import', 'number', 'subject', 'site', 'status', 'needs_review', 'mode', 'counts', 'review_url', 'created_at', 'updated_at',

@@ -8,9 +8,10 @@ import { auditValueView, type AuditValueView } from './auditValues.js';
 /** The newest audit entries shown on a card; the rest stays in the database and the exports. */
 export const CARD_AUDIT_LIMIT = 500;
 
-/** A query not yet closed: `open`, or `answered` and waiting for its opener. */
+/** A query not yet closed: `open`, or `answered` and waiting for its opener; with its thread of answers, oldest first. */
 export interface PatientQueryView {
   id: number; visit: string; instance: number; form: string; field: string; status: string; origin: string; message: string; openedBy: string; openedAt: Date;
+  answers: { author: string; text: string; answeredAt: Date }[];
 }
 export interface PatientAuditView {
   id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;

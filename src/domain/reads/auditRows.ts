@@ -16,6 +16,7 @@ export const AUDIT_ACTIONS_FOR_KEYS = [
   'record.value_changed',
   'record.status_changed',
   'query.opened',
+  'query.answered',
   'query.closed',
   'fhir.import_proposed',
   'fhir.import_saved',

@@ -275,9 +275,12 @@ async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, sourc
   })));
   const queryIds = await stores.queries.insert(newQueries);
   changes.flatMap((c) => c.opened).forEach((q, i) => { q.id = queryIds[i]; });
-  await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)));
+  await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)), { type: 'system', by: authorOf(actor), reason: CAUSE_CORRECTED });
   await stores.audit.append(changes.flatMap((c) => trailOf(actor, study, c)));
 }
+
+/** Why the service closes an automatic query: the reason the queries read shows (its trail row says `cause corrected`). */
+const CAUSE_CORRECTED = 'The value that caused the query was corrected.';
 
 /**
  * Keeps only what fills an empty place of the saved record (a FHIR import in save mode never changes

@@ -208,4 +208,17 @@ export const en: Catalog = {
   'fhirPlacement.first_visit_with_form': 'began by enrolment (day {day}): history, recorded at {visit}, the first visit with this form',
   'fhirPlacement.next_visit_with_form': 'started on day {day}: placed in {visit}, the next visit with this form',
   'fhirPlacement.adverse_event_candidate': 'began on day {day}, after enrolment: not medical history but a possible adverse event, offered at {visit} for review only, never saved automatically',
+  // Steps on a query (src/domain/queries).
+  'query_not_found.title': 'Query not found',
+  'query_not_found.detail': 'This API key can see no query {id} in this study.',
+  'query_closed.title': 'Query closed',
+  'query_closed.detail': 'Query {id} is closed; it takes no answer and cannot be closed again.',
+  'query_not_closable.title': 'Query not closable',
+  'query_not_closable.detail': 'Query {id} is open and was raised by someone else; it can be closed once it is answered.',
+  'query_place_unknown.title': 'Unknown place for a query',
+  'query_place_unknown.detail': 'The query names a {member} that this API key cannot reach; see errors for what is wrong.',
+  'field.unknown_subject': 'There is no patient "{subject}" at the sites of this API key.',
+  'field.form_not_in_visit': 'Form "{form}" is not planned at visit "{visit}".',
+  'field.invalid_instance': 'Visit "{visit}" does not repeat; instance must be 1.',
+  'field.form_not_entered': 'Form "{form}" of visit "{visit}" (instance {instance}) is not saved yet; a query needs a saved value.',
 };

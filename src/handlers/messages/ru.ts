@@ -206,4 +206,17 @@ export const ru: Catalog = {
   'fhirPlacement.first_visit_with_form': 'начато к моменту включения (день {day}): анамнез, записано в визит «{visit}», первый визит с этой формой',
   'fhirPlacement.next_visit_with_form': 'начато в день {day}: помещено в визит «{visit}», ближайший следующий визит с этой формой',
   'fhirPlacement.adverse_event_candidate': 'началось в день {day}, после включения: не анамнез, а возможное нежелательное явление, предложено в визите «{visit}» только для проверки и автоматически не сохраняется',
+  // Шаги по запросу (src/domain/queries).
+  'query_not_found.title': 'Запрос не найден',
+  'query_not_found.detail': 'Этому API-ключу не виден запрос {id} в этом исследовании.',
+  'query_closed.title': 'Запрос закрыт',
+  'query_closed.detail': 'Запрос {id} закрыт: на него нельзя ответить и его нельзя закрыть снова.',
+  'query_not_closable.title': 'Запрос нельзя закрыть',
+  'query_not_closable.detail': 'Запрос {id} открыт и создан не этим ключом; его можно закрыть после ответа.',
+  'query_place_unknown.title': 'Неизвестное место запроса',
+  'query_place_unknown.detail': 'Запрос указывает {member}, недоступный этому API-ключу; что не так, сказано в errors.',
+  'field.unknown_subject': 'В центрах этого API-ключа нет пациента "{subject}".',
+  'field.form_not_in_visit': 'Форма "{form}" не запланирована на визите "{visit}".',
+  'field.invalid_instance': 'Визит "{visit}" не повторяется; instance должен быть 1.',
+  'field.form_not_entered': 'Форма "{form}" визита "{visit}" (instance {instance}) ещё не сохранена; запрос задаётся к сохранённому значению.',
 };

@@ -35,13 +35,27 @@ export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire
  */
 const wireOrigin = (origin: string) => (origin === 'visit_window' ? 'range' : origin) as Wire['QueryRead']['origin'];
 
-export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
+/** A person at the portal and the operator at the command line are both people; the service itself is `system`. */
+function wireAuthor(type: string | null, name: string): Wire['QueryAuthor'] {
+  const kind = type === 'system' ? 'system' : type === 'api_key' ? 'api_key' : 'person';
+  return { kind, name };
+}
+
+/** An automatic query is opened by the service; a manual one by its stored opener, a person when it was raised before openers were kept. */
+const openerType = (q: QueryReadRow) => (q.origin === 'manual' ? q.openedByType : 'system');
+
+export function toQueryDto(q: QueryReadRow): Wire['QueryRead'] {
   return {
-    queries: page.rows.map((q) => ({
-      id: q.id, subject: q.subject, site: q.site, visit: q.visit, instance: q.instance, form: q.form, field: q.field,
-      status: q.status as Wire['QueryRead']['status'], origin: wireOrigin(q.origin), message: q.message,
-      opened_at: q.openedAt.toISOString(), closed_at: q.closedAt ? q.closedAt.toISOString() : null, updated_at: q.updatedAt.toISOString(),
-    })),
-    ...pageTail(page),
+    id: q.id, subject: q.subject, site: q.site, visit: q.visit, instance: q.instance, form: q.form, field: q.field,
+    status: q.status as Wire['QueryRead']['status'], origin: wireOrigin(q.origin), message: q.message,
+    opened_at: q.openedAt.toISOString(), closed_at: q.closedAt ? q.closedAt.toISOString() : null, updated_at: q.updatedAt.toISOString(),
+    opened_by: wireAuthor(openerType(q), q.openedBy),
+    answers: q.answers.map((a) => ({ id: a.id, text: a.text, author: wireAuthor(a.authorType, a.author), answered_at: a.answeredAt })),
+    closed_by: q.closedBy === null ? null : wireAuthor(q.closedByType, q.closedBy),
+    close_reason: q.closeReason,
   };
+}
+
+export function toQueryPageDto(page: Page<QueryReadRow>): Wire['QueryPage'] {
+  return { queries: page.rows.map(toQueryDto), ...pageTail(page) };
 }

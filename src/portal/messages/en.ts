@@ -141,6 +141,7 @@ export const en: Record<string, string> = {
   'auditAction.record.value_changed': 'Value changed',
   'auditAction.record.status_changed': 'Form status changed',
   'auditAction.query.opened': 'Query opened',
+  'auditAction.query.answered': 'Query answered',
   'auditAction.query.closed': 'Query closed',
   'auditAction.fhir.import_proposed': 'FHIR record received for review',
   'auditAction.fhir.import_saved': 'FHIR record saved',

@@ -141,6 +141,7 @@ export const ru: Record<string, string> = {
   'auditAction.record.value_changed': 'Значение изменено',
   'auditAction.record.status_changed': 'Статус формы изменён',
   'auditAction.query.opened': 'Запрос открыт',
+  'auditAction.query.answered': 'Ответ на запрос',
   'auditAction.query.closed': 'Запрос закрыт',
   'auditAction.fhir.import_proposed': 'Запись FHIR получена на проверку',
   'auditAction.fhir.import_saved': 'Запись FHIR сохранена',

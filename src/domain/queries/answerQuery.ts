@@ -1,0 +1,34 @@
+import { actorRef, authorOf, type Actor } from '../actor.js';
+import { auditEntry } from '../auditTrail.js';
+import { DomainError } from '../errors.js';
+import type { WriteAccess } from '../records/submitRecords.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, StudyRow, StudyStore } from '../stores.js';
+import { reachableQuery } from './reachableQuery.js';
+import { answerRefusal, queryText } from './queryRules.js';
+
+/**
+ * Answers a query (issue 22.2): the answer joins the query's thread and the query becomes `answered`,
+ * waiting to be closed. The one path for an API key and a person on the portal. Run it in one transaction.
+ *
+ * @returns the query as it now is, thread included
+ */
+export async function answerQuery(
+  stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore; audit: AuditStore },
+  actor: Actor,
+  access: WriteAccess,
+  study: StudyRow,
+  input: { queryId: number; text: string },
+): Promise<QueryReadRow> {
+  if (study.locked) throw new DomainError('study_locked');
+  const text = queryText(input.text, '/text');
+  const query = await reachableQuery(stores, access, study, input.queryId);
+  const refusal = answerRefusal(query);
+  if (refusal) throw new DomainError(refusal, { id: query.id });
+  const answerId = await stores.queries.answer(query.id, { text, author: actorRef(actor), authorName: authorOf(actor) });
+  await stores.audit.append([auditEntry(actor, study.id, {
+    action: 'query.answered', patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, newValue: text,
+    details: { query_id: query.id, answer_id: answerId },
+  })]);
+  // The `query.answered` event (issue 22.5) is recorded here, in this transaction, beside its audit row.
+  return stores.queries.read(query.id);
+}

@@ -1,0 +1,35 @@
+import { actorRef, authorOf, reasonOf, type Actor } from '../actor.js';
+import { auditEntry } from '../auditTrail.js';
+import { DomainError } from '../errors.js';
+import type { WriteAccess } from '../records/submitRecords.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, StudyRow, StudyStore } from '../stores.js';
+import { reachableQuery } from './reachableQuery.js';
+import { closeRefusal, queryText } from './queryRules.js';
+
+/**
+ * Closes a query with a reason (issue 22.2): one the actor raised, or one that is answered. The one
+ * path for an API key and a person on the portal. Run it in one transaction.
+ *
+ * @returns the query as it now is
+ */
+export async function closeQuery(
+  stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore; audit: AuditStore },
+  actor: Actor,
+  access: WriteAccess,
+  study: StudyRow,
+  input: { queryId: number; reason: string },
+): Promise<QueryReadRow> {
+  if (study.locked) throw new DomainError('study_locked');
+  const reason = queryText(input.reason, '/reason');
+  const query = await reachableQuery(stores, access, study, input.queryId);
+  const closer = actorRef(actor);
+  const refusal = closeRefusal(query, closer);
+  if (refusal) throw new DomainError(refusal, { id: query.id });
+  await stores.queries.close([query.id], { type: closer.type, by: authorOf(actor), reason });
+  await stores.audit.append([auditEntry(actor, study.id, {
+    action: 'query.closed', patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, reason: reasonOf(actor, reason),
+    details: { query_id: query.id },
+  })]);
+  // The `query.closed` event (issue 22.5) is recorded here, in this transaction, beside its audit row.
+  return stores.queries.read(query.id);
+}
