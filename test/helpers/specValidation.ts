@@ -1,7 +1,7 @@
-import { OpenAPIBackend, type Document } from 'openapi-backend';
+import { OpenAPIBackend } from 'openapi-backend';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { loadSpec } from '../../src/handlers/spec.js';
+import { loadSpec, routedDocument } from '../../src/handlers/spec.js';
 
 const Ajv2020 = Ajv2020Module.default;
 const addFormats = addFormatsModule.default;
@@ -11,7 +11,7 @@ let problemValidator: ((body: unknown) => boolean) & { errors?: unknown } | unde
 
 function specBackend(): Promise<OpenAPIBackend> {
   backend ??= (async () => {
-    const api = new OpenAPIBackend({ definition: loadSpec() as Document, strict: true, customizeAjv: (ajv) => addFormats(ajv) });
+    const api = new OpenAPIBackend({ definition: routedDocument(loadSpec()), strict: true, customizeAjv: (ajv) => addFormats(ajv) });
     await api.init();
     return api;
   })();

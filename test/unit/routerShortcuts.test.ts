@@ -1,14 +1,14 @@
 import { parse as parseQueryString } from 'node:querystring';
 import { expect } from 'chai';
 import addFormatsModule from 'ajv-formats';
-import { OpenAPIBackend, type Document, type Request } from 'openapi-backend';
+import { OpenAPIBackend, type Request } from 'openapi-backend';
 import { checkOpenapiBackendVersion, OPENAPI_BACKEND_VERSION, parseRequestsQuickly, rememberRoutes } from '../../src/handlers/routerShortcuts.js';
-import { loadSpec } from '../../src/handlers/spec.js';
+import { loadSpec, routedDocument } from '../../src/handlers/spec.js';
 
 /** A router over the contract, as createApi builds it (coercion on), with or without the quick parse. */
 async function routerOf(quick: boolean): Promise<OpenAPIBackend['router']> {
   const api = new OpenAPIBackend({
-    definition: structuredClone(loadSpec()) as Document, strict: true, coerceTypes: true,
+    definition: routedDocument(loadSpec()), strict: true, coerceTypes: true,
     ajvOpts: { allErrors: true, useDefaults: true }, customizeAjv: (ajv) => addFormatsModule.default(ajv),
   });
   await api.init();

@@ -778,7 +778,7 @@ export interface components {
         };
         /** @description The body of the `patient.enrolled` webhook. */
         PatientEnrolledEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "patient.enrolled";
             /**
              * Format: date-time
@@ -789,7 +789,7 @@ export interface components {
         };
         /** @description The body of the `record.saved` webhook. */
         RecordSavedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "record.saved";
             /**
              * Format: date-time
@@ -800,7 +800,7 @@ export interface components {
         };
         /** @description The body of the `record.changed` webhook. */
         RecordChangedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "record.changed";
             /**
              * Format: date-time
@@ -811,7 +811,7 @@ export interface components {
         };
         /** @description The body of the `query.opened` webhook. */
         QueryOpenedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "query.opened";
             /**
              * Format: date-time
@@ -822,7 +822,7 @@ export interface components {
         };
         /** @description The body of the `query.answered` webhook. */
         QueryAnsweredEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "query.answered";
             /**
              * Format: date-time
@@ -833,7 +833,7 @@ export interface components {
         };
         /** @description The body of the `query.closed` webhook. */
         QueryClosedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "query.closed";
             /**
              * Format: date-time
@@ -844,7 +844,7 @@ export interface components {
         };
         /** @description The body of the `fhir_import.proposed` webhook. */
         FhirImportProposedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "fhir_import.proposed";
             /**
              * Format: date-time
@@ -855,7 +855,7 @@ export interface components {
         };
         /** @description The body of the `fhir_import.decided` webhook. */
         FhirImportDecidedEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "fhir_import.decided";
             /**
              * Format: date-time
@@ -866,7 +866,7 @@ export interface components {
         };
         /** @description The body of the `consent.withdrawn` webhook. */
         ConsentWithdrawnEvent: {
-            /** @constant */
+            /** @enum {string} */
             type: "consent.withdrawn";
             /**
              * Format: date-time
