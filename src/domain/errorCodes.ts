@@ -31,4 +31,6 @@ export type ErrorCode =
   // Consent recorded on the patient card or with `sdx patient consent` (src/domain/patients/recordConsent.ts).
   | 'consent_date_invalid' | 'consent_date_in_future' | 'consent_date_before_birth'
   // Enrolment (src/domain/patients/enrolPatient.ts).
-  | 'subject_other_site';
+  | 'subject_other_site'
+  // Webhook subscriptions (src/domain/webhooks/subscriptions.ts).
+  | 'webhook_url_refused' | 'webhook_events_invalid' | 'webhook_not_found';
