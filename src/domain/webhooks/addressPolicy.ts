@@ -19,14 +19,15 @@ for (const [network, prefix] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
   ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
 ] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
 
-/** Whether an IP address is on the public Internet. An IPv4-mapped IPv6 address is judged as its IPv4 address. */
+/**
+ * Whether an IP address is on the public Internet. An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) is
+ * judged as its IPv4 address: BlockList matches it against the IPv4 subnets.
+ */
 export function isPublicAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return isPublicAddress(mapped[1]);
   const family = isIP(address);
   if (family === 0) return false;
   return !NOT_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
