@@ -7,7 +7,7 @@ import type { StreamedBody } from './streamedBody.js';
 
 /**
  * The spec's top-level `webhooks` are requests the service sends, not calls it answers: their operations,
- * named `on<Event>Webhook` (test/unit/webhookSpec.test.ts holds the spec to it), have no handler.
+ * named `on<Event>Webhook` (test/unit/webhooks.test.ts holds the spec to it), have no handler.
  */
 export type WebhookOperationId = Extract<keyof operations, `on${string}Webhook`>;
 export type OperationId = Exclude<keyof operations, WebhookOperationId>;
