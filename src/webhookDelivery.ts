@@ -81,12 +81,20 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
   let running: Promise<void> | undefined;
   let again = false;
   let listener: pg.Client | undefined;
+  // While the database is away every poll fails the same way: it is said once, and again after a recovery.
+  let failing = false;
+  const failed = (message: string) => {
+    if (!failing) log('error', message);
+    failing = true;
+  };
 
   const drain = async () => {
     do {
       again = false;
       // Rounds follow each other while there is work; a failing database is tried again at the next poll.
-      while (!stopped && (await deliverRound(knex, config, policy, () => stopped).catch((error: Error) => { log('error', error.message); return 0; })) > 0) { /* next round */ }
+      while (!stopped && (await deliverRound(knex, config, policy, () => stopped).then((sent) => { failing = false; return sent; }, (error: Error) => { failed(error.message); return 0; })) > 0) {
+        // the next round
+      }
     } while (again && !stopped);
   };
   const wake = () => {
@@ -110,7 +118,7 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
       connection.once('end', lost);
       await connection.query(`listen ${WEBHOOK_CHANNEL}`);
     } catch (error) {
-      log('error', `webhooks: cannot listen for new deliveries (${(error as Error).message}); polling every ${config.webhookPollMs} ms`);
+      failed(`webhooks: cannot listen for new deliveries (${(error as Error).message}); polling every ${config.webhookPollMs} ms`);
     }
   };
 
