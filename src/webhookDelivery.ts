@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type pg from 'pg';
 import type { Config } from './config.js';
-import { claimDueSubscriptions, markFailing, recordAttempt, type ClaimedSubscription } from './db/webhookDeliveries.js';
+import { claimDueSubscriptions, markFailing, recordDelivered, recordFailure, type ClaimedSubscription, type PendingDelivery } from './db/webhookDeliveries.js';
 import { WEBHOOK_CHANNEL } from './db/webhooks.js';
 import { withTransaction } from './db/transaction.js';
 import type { AddressPolicy } from './domain/webhooks/addressPolicy.js';
@@ -26,6 +26,7 @@ function log(level: 'info' | 'error', message: string): void {
 
 /** Sends a subscription's due events in order, stopping at the first that fails (it is retried later, before any after it). */
 async function serveSubscription(trx: Knex.Transaction, subscription: ClaimedSubscription, config: Config, policy: AddressPolicy, keepGoing: () => boolean): Promise<number> {
+  const delivered: { delivery: PendingDelivery; status: number; at: Date }[] = [];
   let sent = 0;
   for (const delivery of subscription.pending) {
     const now = new Date();
@@ -36,16 +37,17 @@ async function serveSubscription(trx: Knex.Transaction, subscription: ClaimedSub
     const at = new Date();
     sent++;
     if (result.ok) {
-      await recordAttempt(trx, delivery, result, at, null);
+      delivered.push({ delivery, status: result.status!, at });
       continue;
     }
-    await recordAttempt(trx, delivery, result, at, { nextAttemptAt: new Date(at.getTime() + retryDelayMs(delivery.attempts + 1)) });
+    await recordFailure(trx, delivery, result, at, new Date(at.getTime() + retryDelayMs(delivery.attempts + 1)));
     if (givesUp(delivery.firstFailedAt ?? at, at)) {
       await markFailing(trx, subscription.id);
       log('error', `webhook subscription ${subscription.id} is failing: its event ${delivery.eventId} failed for 24 hours (${result.error})`);
     }
     break;
   }
+  await recordDelivered(trx, delivered);
   return sent;
 }
 

@@ -23,6 +23,9 @@ export interface SendResult {
   error: string | null;
 }
 
+/** Connections kept open between deliveries to a receiver: a run of events costs no new handshake each. */
+const AGENTS = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 8 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 8 }) };
+
 /** The most of a receiver's answer read before it is dropped: only its status matters. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -78,10 +81,26 @@ export async function sendWebhook(
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
     'webhook-signature': new Webhook(target.secret).sign(id, now, body),
   };
+  const { reusedSocketLost, ...first } = await post(url, headers, body, target.url, options);
+  if (!reusedSocketLost) return first;
+  // A kept-alive connection the receiver closed meanwhile fails before it is answered: that is no attempt
+  // of the receiver's, so it is made again at once (the agent then opens a new connection).
+  const { ok, status, error } = await post(url, headers, body, target.url, options);
+  return { ok, status, error };
+}
+
+async function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  address: string,
+  options: { policy: AddressPolicy; timeoutMs: number },
+): Promise<SendResult & { reusedSocketLost?: boolean }> {
   const client = url.protocol === 'https:' ? https : http;
-  return new Promise<SendResult>((resolve) => {
+  return new Promise((resolve) => {
     const request = client.request(url, {
-      method: 'POST', headers, lookup: guardedLookup(target.url, options.policy), signal: AbortSignal.timeout(options.timeoutMs),
+      // A kept-alive connection was checked when it was opened, to the address it still reaches.
+      method: 'POST', headers, agent: AGENTS[url.protocol as 'http:' | 'https:'], lookup: guardedLookup(address, options.policy), signal: AbortSignal.timeout(options.timeoutMs),
     }, (response) => {
       let read = 0;
       response.on('data', (chunk: Buffer) => {
@@ -94,7 +113,7 @@ export async function sendWebhook(
     });
     request.once('error', (error: NodeJS.ErrnoException) => {
       const reason = error.name === 'AbortError' || error.name === 'TimeoutError' ? `no answer within ${options.timeoutMs / 1000} s` : error.code ?? error.message;
-      resolve({ ok: false, status: null, error: reason });
+      resolve({ ok: false, status: null, error: reason, reusedSocketLost: request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') });
     });
     request.end(body);
   });

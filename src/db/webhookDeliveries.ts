@@ -60,20 +60,26 @@ export interface AttemptResult {
   error: string | null;
 }
 
-/** Records an attempt: delivered, or failed with when to try again. */
-export async function recordAttempt(
+/** Records deliveries that succeeded, in one statement: a subscription's run of them costs one round trip. */
+export async function recordDelivered(trx: Knex.Transaction, delivered: { delivery: PendingDelivery; status: number; at: Date }[]): Promise<void> {
+  if (delivered.length === 0) return;
+  await trx.raw(`
+    update ${DELIVERIES} d set attempts = d.attempts + 1, last_attempt_at = v.at, delivered_at = v.at, last_status = v.status, last_error = null
+    from jsonb_to_recordset(?::jsonb) as v(id bigint, at timestamptz, status int)
+    where d.id = v.id`, [JSON.stringify(delivered.map((d) => ({ id: d.delivery.id, at: d.at.toISOString(), status: d.status })))]);
+}
+
+/** Records a failed attempt, with when to try again. */
+export async function recordFailure(
   trx: Knex.Transaction,
   delivery: PendingDelivery,
   result: AttemptResult,
   at: Date,
-  retry: { nextAttemptAt: Date } | null,
+  nextAttemptAt: Date,
 ): Promise<void> {
   await trx(DELIVERIES).where({ id: delivery.id }).update({
-    attempts: delivery.attempts + 1,
-    last_attempt_at: at,
-    last_status: result.status,
-    last_error: result.error,
-    ...(result.ok ? { delivered_at: at } : { first_failed_at: delivery.firstFailedAt ?? at, next_attempt_at: retry!.nextAttemptAt }),
+    attempts: delivery.attempts + 1, last_attempt_at: at, last_status: result.status, last_error: result.error,
+    first_failed_at: delivery.firstFailedAt ?? at, next_attempt_at: nextAttemptAt,
   });
 }
 

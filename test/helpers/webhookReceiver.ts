@@ -34,7 +34,6 @@ export async function startReceiver(answer: (request: Received) => number | Prom
       res.writeHead(status).end();
     });
   });
-  server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
