@@ -7,6 +7,7 @@
  * call's own query) selected page by page with plain `pg`. Reported as rows per second. The same study
  * then measures the CDISC exports against the same floor (bench/exports.ts).
  */
+import type { Knex } from 'knex';
 import pg from 'pg';
 import { exportsOfStudy } from './exports.js';
 import type { BenchContext } from './lib/context.js';
@@ -88,34 +89,42 @@ const FLOOR_SQL = `select r.id, p.subject, s.number as site, v.code as visit, f.
   where r.study_id = $1 and r.site_id = any($2) and p.data_use_withdrawn_at is null and r.id > $3
   order by r.id limit $4`;
 
-export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
-  const { knex } = ctx.db;
+/** The bulk read's study: the records seeded (set-up, not measured) and a key to read them. */
+export async function seedBulkStudy(knex: Knex, log: (line: string) => void): Promise<{ study: BenchStudy; bearer: string; total: number }> {
   const study = await createStudy(knex, demoDesign('BULK'));
   const [key] = await makeKeys(knex, study, 1, 'Bench sponsor warehouse');
-  ctx.log(`bulk read: seeding ${PATIENTS * SCHEDULE.length} records`);
+  log(`bulk read: seeding ${PATIENTS * SCHEDULE.length} records`);
   const seeded = await timed(async () => {
     const patients = await seedPatients(knex, study, PATIENTS, { sex: 'male', birthYear: 1958, enrolledOn: ENROLLED_ON });
     return seedRecords(knex, study, bulkRecords(study, patients));
   });
   await knex.raw('analyze records, patients, sites, visits, forms');
-  ctx.log(`bulk read: ${seeded.value} records seeded in ${(seeded.ms / 1000).toFixed(1)} s`);
-  const total = seeded.value;
+  log(`bulk read: ${seeded.value} records seeded in ${(seeded.ms / 1000).toFixed(1)} s`);
+  return { study, bearer: key!.key, total: seeded.value };
+}
 
+/** Every page of the records call at limit=1000, following `next` to the end, as a sponsor's full load would; the rows read. */
+export async function readAllRecords(serviceUrl: string, study: BenchStudy, bearer: string, total: number): Promise<number> {
+  const base = `${serviceUrl}/api/v1/studies/${study.code}/records?limit=${PAGE}`;
+  let rows = 0;
+  let next: string | null = null;
+  do {
+    const answer = await request('GET', next ? `${base}&after=${encodeURIComponent(next)}` : base, { key: bearer });
+    expectStatus(answer, 200, 'records page');
+    const page = JSON.parse(answer.text) as { records: unknown[]; next: string | null };
+    rows += page.records.length;
+    next = page.next;
+  } while (next);
+  if (rows !== total) throw new Error(`bulk read: read ${rows} rows of ${total}`);
+  return rows;
+}
+
+export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
+  const { knex } = ctx.db;
+  const seeding = await timed(() => seedBulkStudy(knex, ctx.log));
+  const { study, bearer, total } = seeding.value;
   const service = await ctx.service('bulk-read');
-  const base = `${service.url}/api/v1/studies/${study.code}/records?limit=${PAGE}`;
-  const readAll = async (): Promise<number> => {
-    let rows = 0;
-    let next: string | null = null;
-    do {
-      const answer = await request('GET', next ? `${base}&after=${encodeURIComponent(next)}` : base, { key: key.key });
-      expectStatus(answer, 200, 'records page');
-      const page = JSON.parse(answer.text) as { records: unknown[]; next: string | null };
-      rows += page.records.length;
-      next = page.next;
-    } while (next);
-    if (rows !== total) throw new Error(`bulk read: read ${rows} rows of ${total}`);
-    return rows;
-  };
+  const readAll = () => readAllRecords(service.url, study, bearer, total);
 
   const client = new pg.Client({ connectionString: ctx.db.url });
   await client.connect();
@@ -150,7 +159,7 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
     ctx.log(`bulk read ${i}/${reps}: ${(read.ms / 1000).toFixed(1)} s through the API, ${(floor.ms / 1000).toFixed(1)} s plain`);
   }
   await service.stop();
-  const exports = await exportsOfStudy(ctx, study, key.key, total, selectAll, reps);
+  const exports = await exportsOfStudy(ctx, study, bearer, total, selectAll, reps);
   await client.end();
   const bulk = summarise({
     scenario: 'bulk_read',
@@ -160,7 +169,7 @@ export async function bulkRead(ctx: BenchContext): Promise<ScenarioResult[]> {
     floorName: 'the same keyset query through plain pg',
     floorRuns,
     goal: ratioAtLeast(2 / 3, '0.67'),
-    details: { records: total, pages: Math.ceil(total / PAGE), seeding_s: Math.round(seeded.ms / 100) / 10 },
+    details: { records: total, pages: Math.ceil(total / PAGE), seeding_s: Math.round(seeding.ms / 100) / 10 },
   });
   return [bulk, ...exports];
 }

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
-import type { OpenAPIBackend } from 'openapi-backend';
 import { accessLog } from './accessLog.js';
 import type { Config } from './config.js';
 import { createKeyLookup } from './db/keyLookup.js';
@@ -71,11 +70,11 @@ export function createServices(config: Config, db: Database): Services {
 
 /**
  * The whole HTTP service: one error middleware that turns every refusal into a problem body, the
- * request context (id, language), body parsing bounded per operation, then openapi-backend, which
- * routes by operationId and validates every request against spec/openapi.yaml.
+ * request context (id, language), body parsing bounded per operation, then the API (handlers/api.ts),
+ * which routes by operationId and validates every request against spec/openapi.yaml with openapi-backend.
  */
 export async function createApp(services: Services): Promise<Koa<RequestState>> {
-  const api: OpenAPIBackend = await createApi(services);
+  const api = await createApi(services);
   const app = new Koa<RequestState>();
   app.proxy = true;
   // Koa's default error listener prints stacks of every thrown error; ours logs only real failures.
@@ -86,7 +85,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
   app.use(async (ctx, next) => {
     ctx.state.services = services;
     ctx.state.requestId = randomUUID();
-    ctx.state.lang = negotiateLang(ctx.query.lang, ctx.get('accept-language'));
+    ctx.state.lang = negotiateLang(ctx.query.lang, (...langs) => ctx.acceptsLanguages(...langs));
     ctx.set('X-Request-Id', ctx.state.requestId);
     ctx.set(securityHeaders(services.config));
     try {
@@ -110,7 +109,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
   app.use(createPortal(services));
 
   app.use(async (ctx, next) => {
-    const operation = api.router.matchOperation({ method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string> });
+    const operation = api.operationOf({ method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string> });
     // `x-also-accepts`: types a call still takes without declaring them (the FHIR JSON call's NDJSON, spec/openapi.yaml).
     const declared = operation?.requestBody as { content?: Record<string, unknown>; 'x-also-accepts'?: string[] } | undefined;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
@@ -142,11 +141,6 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
     await next();
   });
 
-  app.use((ctx) =>
-    api.handleRequest(
-      { method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string>, body: ctx.request.body },
-      ctx,
-    ),
-  );
+  app.use((ctx) => api.answer(ctx));
   return app;
 }

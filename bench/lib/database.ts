@@ -64,7 +64,9 @@ const SETTLE_MS = 60_000;
  */
 async function settle(db: Database): Promise<void> {
   await db.knex.raw('vacuum (analyze)');
-  await db.knex.raw('checkpoint');
+  // On a connection of its own, without the service's statement limit: on a busy machine the checkpoint of
+  // a scenario's writes outlasts it, and the run failed there.
+  await admin(db.url, 'checkpoint');
   const until = Date.now() + SETTLE_MS;
   while (Date.now() < until) {
     const { rows } = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()`);
@@ -82,7 +84,8 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
     db = await openDatabase(loadConfig({ DATABASE_URL: given }), 10);
     where = `BENCH_DATABASE_URL (${new URL(given).pathname.slice(1)}, emptied first)`;
   } else if (process.env.BENCH_EMBEDDED !== '1' && await reachable(LOCAL_SERVER)) {
-    const name = `sdx_bench_${process.pid}_${Date.now().toString(36)}`;
+    // Engineers sharing one server keep to names of their own (BENCH_DATABASE_PREFIX).
+    const name = `${process.env.BENCH_DATABASE_PREFIX ?? 'sdx_bench'}_${process.pid}_${Date.now().toString(36)}`;
     await admin(LOCAL_SERVER, `create database ${name}`);
     db = await openDatabase(loadConfig({ DATABASE_URL: LOCAL_SERVER.replace(/\/postgres$/, `/${name}`) }), 10);
     where = `throwaway database ${name} on the PostgreSQL server at 127.0.0.1:5432`;

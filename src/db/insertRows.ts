@@ -5,8 +5,7 @@ import { jsonParameter } from './jsonParameter.js';
  * Inserts many rows with one statement and one parameter: the rows travel as one JSON array that
  * PostgreSQL expands with `jsonb_populate_recordset`. Knex's multi-row insert binds every cell (an
  * audit trail of 6,000 rows is 90,000 parameters, in slices under the 65,535 limit) and spends more CPU
- * building that statement than the database spends running it (the 621 items of the largest FHIR
- * import, when they were rows: about 35 ms of the service's CPU that way, 3–13 ms this way; bench/README.md).
+ * building that statement than the database spends running it (bench/README.md, "Bulk inserts").
  *
  * All rows must have the same members, named as the table's columns; columns left out take their
  * defaults. A jsonb column takes the value itself, not its JSON text. Text is stored exactly as a bound

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { PageRequest, ReadFilters, ReadScope, ReadStore, RecordReadRow } from '../domain/stores.js';
-import { compactJsonText } from '../compactJsonText.js';
 
 /** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
 const WATERMARK_MARGIN_MS = 1000;
@@ -69,9 +68,7 @@ export function readStore(db: Knex): ReadStore {
           'values', r.values, 'not_done', r.not_done, 'tables', r.tables)::text as json`));
       formAndVisit(q, scope, filters, 'r');
       if (filters.status !== undefined) q.where('r.status', filters.status);
-      const rows = await keyset(q, 'r.id', page, 'r.updated_at') as RecordReadRow[];
-      for (const row of rows) row.json = compactJsonText(row.json);
-      return rows;
+      return await keyset(q, 'r.id', page, 'r.updated_at') as RecordReadRow[];
     },
     async queriesPage(scope, filters, page) {
       const q = visible(

@@ -233,7 +233,7 @@ export interface PageRequest {
 }
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
-/** JSON text written by the database, passed through to the answer without being parsed. */
+/** JSON text written by the database (spaced as PostgreSQL spaces it), passed through to the answer without being parsed. */
 export type JsonText = string;
 
 /**

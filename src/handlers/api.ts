@@ -1,4 +1,4 @@
-import { OpenAPIBackend, type Context } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Operation, type Request } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
@@ -7,7 +7,7 @@ import { DomainError, type FieldError } from '../domain/errors.js';
 import { isStorableText } from '../domain/storableText.js';
 import { handlers } from './index.js';
 import { keyRequestOf } from './requestKey.js';
-import { installRouterShortcuts } from './routerShortcuts.js';
+import { rememberedRoutes } from './routes.js';
 import { routedDocument } from './spec.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
@@ -70,12 +70,95 @@ function jsonBytes(body: unknown): Buffer | undefined {
   return undefined;
 }
 
+/** The reply a handler returns, as the one writer below takes it. */
+type AnyReply = { status: number; body: unknown; headers?: Record<string, string> };
+
+/** Writes a handler's reply: status, headers, and the body as bytes, a stream or text (one writer for every answer). */
+function writeReply(reply: AnyReply, ctx: KoaContext): void {
+  if (reply.body instanceof StreamedBody) {
+    ctx.status = reply.status;
+    for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
+    ctx.type = reply.body.contentType;
+    ctx.body = reply.body.stream();
+    return;
+  }
+  ctx.status = reply.status;
+  for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
+  if (reply.status === 304) return;
+  const json = jsonBytes(reply.body);
+  // Text answers (the docs page and its files) keep the type their handler gave.
+  if (json === undefined) {
+    ctx.body = reply.body;
+    return;
+  }
+  ctx.type = 'application/json';
+  ctx.body = json;
+}
+
+/** Refuses a path that cannot be decoded: openapi-backend decodes path parameters with decodeURIComponent, which throws on a broken escape (`%E0%A4%A`). */
+function refuseUndecodablePath(path: string): void {
+  try {
+    decodeURIComponent(path);
+  } catch {
+    throw new DomainError('invalid_parameter', {}, [{ pointer: '/path', code: 'invalid_encoding' }]);
+  }
+}
+
+/** The refusal of a request no operation takes, by openapi-backend's own answer: no such path (404) or not this method (405). */
+function routeRefusal(backend: OpenAPIBackend, request: Request): DomainError {
+  try {
+    backend.router.matchOperation(request, true);
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith('405')) return new DomainError('method_not_allowed', { method: request.method });
+  }
+  return new DomainError('not_found');
+}
+
+/** A request openapi-backend found invalid against the contract, as the problem the call answers. */
+function validationRefusal(c: Context): DomainError {
+  const records = (c.request.requestBody as { records?: unknown } | undefined)?.records;
+  if (c.operation.operationId === 'submitFormRecords' && Array.isArray(records) && records.length > 500) {
+    return new DomainError('too_many_records', { max: 500, count: records.length });
+  }
+  const errors = (c.validation.errors ?? []) as ErrorObject[];
+  // A FHIR body that is JSON but no resource (an array, an object without resourceType) is "not FHIR JSON".
+  if (c.operation.operationId === 'importFhirRecord' && errors.every((e) => e.instancePath.startsWith('/requestBody'))) {
+    return new DomainError('fhir_not_fhir', { reason: 'the body is not a FHIR resource with a resourceType (send a Bundle, a resource or NDJSON)' });
+  }
+  return validationError(errors, parameterExamples(c));
+}
+
+/** Refuses query parameters the operation does not know and values PostgreSQL could not compare. */
+function refuseUnknownParameters(c: Context): void {
+  const known = new Set([
+    ...ALWAYS_ALLOWED_QUERY,
+    ...((c.operation.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
+  ]);
+  const unknown = Object.keys(c.request.query ?? {}).filter((name) => !known.has(name));
+  const errors: FieldError[] = [
+    ...unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })),
+    ...unstorableParameters(c),
+  ];
+  if (errors.length > 0) throw new DomainError('invalid_parameter', {}, errors);
+}
+
+/** The API as the Koa app uses it. */
+export interface Api {
+  /** The operation a request is for; undefined when no operation takes its method and path. */
+  operationOf(request: Request): Operation | undefined;
+  /** Answers a request whose body (if any) the app has read: every refusal is thrown as a DomainError. */
+  answer(ctx: KoaContext): Promise<void>;
+}
+
 /**
- * The openapi-backend instance: routes by operationId, validates every request against the spec,
- * authenticates the key, checks the study, rate and rights, and writes every reply in one place.
+ * The API over openapi-backend's public parts: its router finds the operation (remembered per method and
+ * path, routes.ts) and parses the request, its validator checks the request against the spec and coerces
+ * the values, and each step of the request is one function here, in the order openapi-backend's own
+ * handleRequest takes them: route, authenticate the key and admit the call (study, rate, right), validate,
+ * refuse unknown parameters, call the operation's handler, write its reply.
  */
-export async function createApi(services: Services): Promise<OpenAPIBackend> {
-  const api = new OpenAPIBackend({
+export async function createApi(services: Services): Promise<Api> {
+  const backend = new OpenAPIBackend({
     definition: routedDocument(services.spec),
     strict: true,
     coerceTypes: true,
@@ -84,99 +167,46 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
     ajvOpts: { allErrors: true, useDefaults: true, verbose: true },
     customizeAjv: (ajv) => addFormats(ajv),
   });
+  await backend.init();
+  const operationOf = rememberedRoutes(backend.router);
+  const operationHandlers = handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => Promise<AnyReply>>;
 
-  api.registerSecurityHandler('ApiKey', async (_c: Context, ctx: KoaContext) => {
-    try {
-      ctx.state.key = (await keyRequestOf(ctx)).key;
-      return ctx.state.key;
-    } catch (error) {
-      // openapi-backend treats any rejection as "unauthorized"; keep the error so a database fault is not reported as a bad key.
-      return { error };
-    }
-  });
+  /** Authenticates the request's key (a 401 is thrown) and admits its call, or throws the refusal. */
+  async function admit(c: Context, ctx: KoaContext): Promise<void> {
+    const request = await keyRequestOf(ctx);
+    ctx.state.key = request.key;
+    const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
+    const { rate, study, refusal } = admissionOf(request, call, services.config.rateLimitPerMinute);
+    ctx.set('RateLimit-Limit', String(rate.limit));
+    ctx.set('RateLimit-Remaining', String(rate.remaining));
+    ctx.set('RateLimit-Reset', String(rate.resetSeconds));
+    if (refusal) throw refusal;
+    ctx.state.study = study;
+  }
 
-  api.register({
-    unauthorizedHandler: (c: Context) => {
-      throw (c.security as Record<string, { error?: unknown }>).ApiKey?.error ?? new DomainError('key_missing');
-    },
-    postSecurityHandler: async (c: Context, ctx: KoaContext) => {
-      if (!c.security?.authorized || !ctx.state.key) return;
-      const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
-      const request = await keyRequestOf(ctx);
-      const { rate, study, refusal } = admissionOf(request, call, services.config.rateLimitPerMinute);
-      ctx.set('RateLimit-Limit', String(rate.limit));
-      ctx.set('RateLimit-Remaining', String(rate.remaining));
-      ctx.set('RateLimit-Reset', String(rate.resetSeconds));
-      if (refusal) throw refusal;
-      ctx.state.study = study;
-    },
-    validationFail: (c: Context) => {
-      const records = (c.request.requestBody as { records?: unknown } | undefined)?.records;
-      if (c.operation.operationId === 'submitFormRecords' && Array.isArray(records) && records.length > 500) {
-        throw new DomainError('too_many_records', { max: 500, count: records.length });
-      }
-      const errors = (c.validation.errors ?? []) as ErrorObject[];
-      // A FHIR body that is JSON but no resource (an array, an object without resourceType) is "not FHIR JSON".
-      if (c.operation.operationId === 'importFhirRecord' && errors.every((e) => e.instancePath.startsWith('/requestBody'))) {
-        throw new DomainError('fhir_not_fhir', { reason: 'the body is not a FHIR resource with a resourceType (send a Bundle, a resource or NDJSON)' });
-      }
-      throw validationError(errors, parameterExamples(c));
-    },
-    preOperationHandler: (c: Context) => {
-      const known = new Set([
-        ...ALWAYS_ALLOWED_QUERY,
-        ...((c.operation.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
-      ]);
-      const unknown = Object.keys(c.request.query ?? {}).filter((name) => !known.has(name));
-      const errors: FieldError[] = [
-        ...unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })),
-        ...unstorableParameters(c),
-      ];
-      if (errors.length > 0) throw new DomainError('invalid_parameter', {}, errors);
-    },
-    preRoutingHandler: (_c: Context, ctx: KoaContext) => {
-      // openapi-backend decodes path parameters with decodeURIComponent, which throws on a broken escape (`%E0%A4%A`).
-      try {
-        decodeURIComponent(ctx.path);
-      } catch {
-        throw new DomainError('invalid_parameter', {}, [{ pointer: '/path', code: 'invalid_encoding' }]);
-      }
-    },
-    notFound: () => {
-      throw new DomainError('not_found');
-    },
-    methodNotAllowed: (_c: Context, ctx: KoaContext) => {
-      throw new DomainError('method_not_allowed', { method: ctx.method });
-    },
-    postResponseHandler: (c: Context, ctx: KoaContext) => {
-      const reply = c.response as { status: number; body: unknown; headers?: Record<string, string> };
-      if (reply.body instanceof StreamedBody) {
-        ctx.status = reply.status;
-        for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
-        ctx.type = reply.body.contentType;
-        ctx.body = reply.body.stream();
-        return;
-      }
-      if (services.config.validateResponses && reply.status !== 304) {
+  return {
+    operationOf,
+    async answer(ctx) {
+      const request: Request = {
+        method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string>, body: ctx.request.body,
+      };
+      refuseUndecodablePath(ctx.path);
+      const operation = operationOf(request);
+      if (!operation) throw routeRefusal(backend, request);
+      const c = { api: backend, operation, request: backend.router.parseRequest(request, operation) } as Context;
+      if (operation.security?.length) await admit(c, ctx);
+      c.validation = backend.validateRequest(request, operation);
+      if (c.validation.errors) throw validationRefusal(c);
+      c.request = backend.router.parseRequest(c.validation.coerced, operation);
+      refuseUnknownParameters(c);
+      // Every operation of the contract has an operationId and its handler: `handlers` satisfies HandlerMap.
+      const reply = await operationHandlers[operation.operationId!]!(c, ctx);
+      if (services.config.validateResponses && reply.status !== 304 && !(reply.body instanceof StreamedBody)) {
         const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
-        const result = c.api.validateResponse(body, c.operation, reply.status);
-        if (result.errors) throw new Error(`response of ${c.operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
+        const result = backend.validateResponse(body, operation, reply.status);
+        if (result.errors) throw new Error(`response of ${operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
       }
-      ctx.status = reply.status;
-      for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
-      if (reply.status === 304) return;
-      const json = jsonBytes(reply.body);
-      // Text answers (the docs page and its files) keep the type their handler gave.
-      if (json === undefined) {
-        ctx.body = reply.body;
-        return;
-      }
-      ctx.type = 'application/json';
-      ctx.body = json;
+      writeReply(reply, ctx);
     },
-  });
-  api.register(handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => unknown>);
-  await api.init();
-  installRouterShortcuts(api.router);
-  return api;
+  };
 }

@@ -1,3 +1,5 @@
+import { compactJsonBytes } from '../compactJsonBytes.js';
+
 /**
  * A response body already written as JSON text, of the shape `Body`. A read page of 1,000 records is
  * about 1 MB: parsing its jsonb columns into objects only to serialise them again took a third of the
@@ -7,8 +9,10 @@
  *
  * The text is kept as a head, a list of items and a tail (`head + items.join(',') + tail`), because a
  * list is far cheaper to encode item by item: V8 joins 1,000 strings into a long one and encodes that
- * at a fraction of the speed it encodes the short ones (for a 390 KB page 0.4 ms item by item against
- * 4.3 ms joined, bench/README.md).
+ * at a fraction of the speed it encodes the short ones (bench/README.md, "The records page encoded record by record").
+ *
+ * Items written by PostgreSQL carry its blanks after `:` and `,` (`spacedByDatabase`): they are dropped
+ * from the encoded bytes, so the answer is spaced like every other (compactJsonBytes.ts).
  */
 export class SerializedJson<Body> {
   /** Only for the type checker: which body the text holds. */
@@ -20,16 +24,16 @@ export class SerializedJson<Body> {
     private readonly head: string,
     private readonly items: readonly string[] = [],
     private readonly tail = '',
+    private readonly spacedByDatabase = false,
   ) {}
 
   get text(): string {
-    return this.head + this.items.join(',') + this.tail;
+    return this.spacedByDatabase ? this.bytes.toString('utf8') : this.head + this.items.join(',') + this.tail;
   }
 
   /**
    * The text as UTF-8, encoded once (a cached design answer is sent many times). Node sends a 1 MB Buffer
-   * far faster than the same string: answering the records page as bytes raised the bulk read from
-   * 0.58–0.64 to 0.69–0.70 of its floor (bench/README.md).
+   * far faster than the same string (bench/README.md, "JSON answers sent as bytes").
    */
   get bytes(): Buffer {
     return (this.encoded ??= this.encode());
@@ -43,7 +47,8 @@ export class SerializedJson<Body> {
       parts.push(Buffer.from(item, 'utf8'));
     }
     parts.push(Buffer.from(this.tail, 'utf8'));
-    return Buffer.concat(parts);
+    const bytes = Buffer.concat(parts);
+    return this.spacedByDatabase ? compactJsonBytes(bytes) : bytes;
   }
 }
 

@@ -1,6 +1,6 @@
 // Why: an import's items are written once with their import and only ever read and decided with it. As rows they
-// cost the FHIR call one foreign-key check and index entry each (621 for the largest Synthea file, 8–12 ms of a
-// 60 ms import); as one `json` value in the import's row they cost 2–3 ms (bench/README.md). `json` rather than
+// cost the FHIR call one foreign-key check and index entry each; as one `json` value in the import's row they
+// cost a fraction of that (bench/README.md, "FHIR import items in the import's row"). `json` rather than
 // `jsonb`: the items are stored as the service wrote them, without the database parsing them into a tree.
 import type { Knex } from 'knex';
 import { createImportItemsTable } from './20261122090700_create_fhir_imports.js';

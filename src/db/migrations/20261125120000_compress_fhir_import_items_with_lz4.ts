@@ -1,6 +1,6 @@
-// Why: an import's items (about 280 KB of JSON for the largest Synthea file) are compressed when the import's row
-// is written, and PostgreSQL's default method, pglz, took 5.5 ms of it against 3.3 ms with lz4, which also keeps
-// them in less than half the space (bench/README.md). lz4 is used only where the server was built with it (the
+// Why: an import's items (hundreds of KB of JSON for the largest Synthea file) are compressed when the import's
+// row is written, and lz4 does it faster than PostgreSQL's default method, pglz, in less than half the space
+// (bench/README.md, "Import items compressed with lz4"). lz4 is used only where the server was built with it (the
 // Debian and most packaged servers are; the embedded server's build is not, and keeps pglz): a server without it
 // refuses the setting. A dump of such a database restores onto a server without lz4 with pg_dump's
 // --no-toast-compression.

@@ -4,7 +4,7 @@ import type { ColumnDef, FormDef, StudyDesign } from '../studyDesign/types.js';
 import { exportScopeOf, formIdsOf } from './exportScope.js';
 import { odmStudy } from './odmMetadata.js';
 import { formOid, itemGroupOid, itemOid, locationOid, studyEventOid } from './oids.js';
-import { xmlElement, xmlStartTag, xmlTextElement } from './xmlText.js';
+import { xmlAttributes, xmlElement, xmlEscape, xmlStartTag, xmlTextElement } from './xmlText.js';
 
 type Stores = { studies: StudyStore; exports: ExportStore; readLog: ReadLogStore };
 
@@ -38,31 +38,57 @@ function markAnnotation(mark: string): string {
   return xmlElement('Annotation', { SeqNum: 1 }, [xmlTextElement('Comment', mark)]);
 }
 
-/** The item groups of one saved record: the form's own fields, then each table row as a repeat of its group. */
-function formData(form: FormDef, record: ExportRecord): string {
-  const change = (field: string) => record.lastChanges?.[field];
-  const own = form.fields.flatMap((field) => {
-    if (field.type === 'table') return [];
-    const value = record.values[field.code];
-    const mark = record.notDone[field.code];
-    const audited = change(field.code);
-    const audit = audited ? [auditRecord(audited, record.site)] : [];
-    if (value !== undefined && value !== '') return [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code), Value: odmValue(field, value) }, audit)];
-    if (mark) return [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code), IsNull: 'Yes' }, [...audit, markAnnotation(mark)])];
-    return [];
-  });
-  const tables = form.fields.flatMap((field) => {
-    if (field.type !== 'table') return [];
-    const group = itemGroupOid(form.code, field.code);
-    const mark = record.notDone[field.code];
-    if (mark) return [xmlElement('ItemGroupData', { ItemGroupOID: group, ItemGroupRepeatKey: 1 }, [markAnnotation(mark)])];
-    return (record.tables[field.code] ?? []).map((row, index) => xmlElement('ItemGroupData', { ItemGroupOID: group, ItemGroupRepeatKey: index + 1 },
-      field.columns.flatMap((c) => {
-        const value = row[c.code];
-        return value === undefined || value === '' ? [] : [xmlElement('ItemData', { ItemOID: itemOid(form.code, field.code, c.code), Value: odmValue(c, value) })];
-      })));
-  });
-  return xmlElement('FormData', { FormOID: formOid(form.code) }, [xmlElement('ItemGroupData', { ItemGroupOID: itemGroupOid(form.code) }, own), ...tables]);
+/** The start tag of an element as far as its last attribute, left open: the rest depends on the record. */
+function openTag(name: string, attributes: Record<string, string>): string {
+  return `<${name}${xmlAttributes(attributes)}`;
+}
+
+/** A field's `ItemData`, or nothing when it holds neither a value nor a mark. */
+function itemData(itemStart: string, field: ColumnDef, value: string | undefined, mark: string | undefined, audit: string): string {
+  if (value !== undefined && value !== '') {
+    const start = `${itemStart} Value="${xmlEscape(odmValue(field, value))}"`;
+    return audit === '' ? `${start}/>` : `${start}>${audit}</ItemData>`;
+  }
+  return mark ? `${itemStart} IsNull="Yes">${audit}${markAnnotation(mark)}</ItemData>` : '';
+}
+
+/**
+ * Writes the item groups of one saved record of a form: the form's own fields, then each table row as a
+ * repeat of its group. The form's OIDs and the start of each of its tags are made once per export, not
+ * once per record: a study's export writes them for every record it holds.
+ */
+function formDataWriter(form: FormDef): (record: ExportRecord) => string {
+  const own = form.fields.flatMap((field) => (field.type === 'table' ? [] : [{ field, itemStart: openTag('ItemData', { ItemOID: itemOid(form.code, field.code) }) }]));
+  const tables = form.fields.flatMap((field) => (field.type !== 'table' ? [] : [{
+    field,
+    groupStart: openTag('ItemGroupData', { ItemGroupOID: itemGroupOid(form.code, field.code) }),
+    columns: field.columns.map((column) => ({ column, itemStart: openTag('ItemData', { ItemOID: itemOid(form.code, field.code, column.code) }) })),
+  }]));
+  const formStart = `${openTag('FormData', { FormOID: formOid(form.code) })}>`;
+  const ownGroupStart = openTag('ItemGroupData', { ItemGroupOID: itemGroupOid(form.code) });
+  return (record) => {
+    let items = '';
+    for (const { field, itemStart } of own) {
+      const audited = record.lastChanges?.[field.code];
+      items += itemData(itemStart, field, record.values[field.code], record.notDone[field.code], audited ? auditRecord(audited, record.site) : '');
+    }
+    let text = `${formStart}${ownGroupStart}${items === '' ? '/>' : `>${items}</ItemGroupData>`}`;
+    for (const { field, groupStart, columns } of tables) {
+      const mark = record.notDone[field.code];
+      if (mark) {
+        text += `${groupStart} ItemGroupRepeatKey="1">${markAnnotation(mark)}</ItemGroupData>`;
+        continue;
+      }
+      const rows = record.tables[field.code] ?? [];
+      for (let index = 0; index < rows.length; index++) {
+        const row = rows[index];
+        let cells = '';
+        for (const { column, itemStart } of columns) cells += itemData(itemStart, column, row[column.code], undefined, '');
+        text += `${groupStart} ItemGroupRepeatKey="${index + 1}"${cells === '' ? '/>' : `>${cells}</ItemGroupData>`}`;
+      }
+    }
+    return `${text}</FormData>`;
+  };
 }
 
 /**
@@ -71,15 +97,15 @@ function formData(form: FormDef, record: ExportRecord): string {
  * belongs elsewhere, so the document is written as the records are read.
  */
 async function* clinicalData(design: StudyDesign, mdv: string, batches: AsyncIterable<ExportRecord[]>): AsyncGenerator<string> {
-  const forms = new Map(design.forms.map((f) => [f.code, f]));
+  const writers = new Map(design.forms.map((f) => [f.code, formDataWriter(f)]));
   yield xmlStartTag('ClinicalData', { StudyOID: design.code, MetaDataVersionOID: mdv });
   let subject: string | undefined;
   let event: string | undefined;
   for await (const batch of batches) {
     const text: string[] = [];
     for (const record of batch) {
-      const form = forms.get(record.form);
-      if (!form) continue;
+      const writeFormData = writers.get(record.form);
+      if (!writeFormData) continue;
       const eventKey = `${record.visit} ${record.instance}`;
       if (record.subject !== subject) {
         if (event !== undefined) text.push('</StudyEventData>');
@@ -93,7 +119,7 @@ async function* clinicalData(design: StudyDesign, mdv: string, batches: AsyncIte
         event = eventKey;
         text.push(xmlStartTag('StudyEventData', { StudyEventOID: studyEventOid(record.visit), StudyEventRepeatKey: record.instance }));
       }
-      text.push(formData(form, record));
+      text.push(writeFormData(record));
     }
     yield text.join('');
   }

@@ -8,9 +8,17 @@ const SPECIAL = /[&<>"\r\n\t]|[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFF
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\r': '&#13;', '\n': '&#10;', '\t': '&#9;' };
 
+/**
+ * Any character that may need SPECIAL's replacement (every surrogate, paired or not): most values of a
+ * study (numbers, dates, codes) have none, and this simple class finds that faster than SPECIAL's
+ * alternatives with their look-arounds.
+ */
+// eslint-disable-next-line no-control-regex
+const MAYBE_SPECIAL = /[&<>"\u0000-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+
 /** Text as an XML attribute value or element content; a character XML 1.0 cannot hold becomes U+FFFD. */
 export function xmlEscape(text: string): string {
-  return text.replace(SPECIAL, (c) => ESCAPES[c] ?? '\uFFFD');
+  return MAYBE_SPECIAL.test(text) ? text.replace(SPECIAL, (c) => ESCAPES[c] ?? '\uFFFD') : text;
 }
 
 type Attributes = Record<string, string | number | undefined>;

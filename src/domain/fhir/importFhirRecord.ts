@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Actor } from '../actor.js';
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
+import { canonical } from '../canonicalJson.js';
 import { DomainError } from '../errors.js';
-import { canonical } from '../idempotency/requestFingerprint.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore, WebhookStore } from '../stores.js';
@@ -37,10 +37,15 @@ export interface FhirImportResult {
 /**
  * SHA-256 (hex) of a file's resources in file order, each with its Bundle fullUrl, members sorted by name
  * at every depth: the same record sent again, whitespace, member order or Bundle/NDJSON wrapping aside,
- * has the same hash (issue 19, point 6).
+ * has the same hash (issue 19, point 6). The text digested is `JSON.stringify(canonical([[fullUrl, resource], …]))`,
+ * fed to the hash one resource at a time, so that no canonical copy or text of the whole file is ever held.
  */
 export function fhirContentHash(entries: readonly FhirEntry[]): string {
-  return createHash('sha256').update(JSON.stringify(canonical(entries.map((e) => [e.fullUrl ?? null, e.resource])))).digest('hex');
+  const hash = createHash('sha256');
+  entries.forEach((entry, i) => {
+    hash.update((i === 0 ? '[' : ',') + JSON.stringify([entry.fullUrl ?? null, canonical(entry.resource)]));
+  });
+  return hash.update(entries.length === 0 ? '[]' : ']').digest('hex');
 }
 
 /**

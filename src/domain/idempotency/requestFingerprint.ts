@@ -1,14 +1,5 @@
 import { createHash } from 'node:crypto';
-
-/** The same JSON data written one way: object members sorted by name at every depth, arrays in their order. */
-export function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value !== null && typeof value === 'object') {
-    const object = value as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(object).sort().map((name) => [name, canonical(object[name])]));
-  }
-  return value;
-}
+import { canonical } from '../canonicalJson.js';
 
 /**
  * SHA-256 (hex) of a request as the service understood it: the operation and its parsed, validated

@@ -24,9 +24,9 @@ export function toPatientPageDto(page: Page<PatientReadRow>): Wire['PatientPage'
   };
 }
 
-/** The records page as JSON text: each record is spliced in as the database wrote it (RecordReadRow). */
+/** The records page as JSON text: each record is spliced in as the database wrote it (RecordReadRow), its blanks dropped as it is encoded. */
 export function toRecordPageJson(page: Page<RecordReadRow>): SerializedJson<Wire['RecordPage']> {
-  return new SerializedJson('{"records":[', page.rows.map((r) => r.json), `],${JSON.stringify(pageTail(page)).slice(1)}`);
+  return new SerializedJson('{"records":[', page.rows.map((r) => r.json), `],${JSON.stringify(pageTail(page)).slice(1)}`, true);
 }
 
 /**
