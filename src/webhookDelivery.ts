@@ -20,7 +20,7 @@ const ROUND_MS = 20_000;
 /** How long stopping waits for POSTs in flight: well inside the service's own shutdown bound. */
 const STOP_WAIT_MS = 3_000;
 
-function log(level: 'info' | 'error', message: string): void {
+function log(level: 'warn' | 'error', message: string): void {
   process.stderr.write(`${JSON.stringify({ level, at: new Date().toISOString(), source: 'webhooks', message })}\n`);
 }
 
@@ -83,10 +83,11 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
   let running: Promise<void> | undefined;
   let again = false;
   let listener: pg.Client | undefined;
-  // While the database is away every poll fails the same way: it is said once, and again after a recovery.
+  // While the database is away every poll fails the same way: it is said once, and again after a recovery;
+  // a warning, as knex's own, since the events wait safely in the outbox and nothing is lost.
   let failing = false;
   const failed = (message: string) => {
-    if (!failing) log('error', message);
+    if (!failing) log('warn', message);
     failing = true;
   };
 
