@@ -3,7 +3,7 @@
  * bench/results.json (one entry per measurement) and bench/results.md (the same as a table, also
  * printed). See bench/README.md for the scenarios, their floors and how to read the numbers.
  *
- * Environment: BENCH_ONLY=records,bulk,fhir,integrators,scaleout (a subset), BENCH_REPS (default 9),
+ * Environment: BENCH_ONLY=records,bulk,fhir,integrators,scaleout,webhooks (a subset), BENCH_REPS (default 9),
  * BENCH_BULK_REPS / BENCH_LOAD_REPS (default 3), BENCH_LOAD_SECONDS (default 3), BENCH_PROFILE=1 (CPU
  * profiles of every service process, summarised at the end), BENCH_DIST (default dist),
  * BENCH_DATABASE_URL (a throwaway database to use instead of making one).
@@ -20,6 +20,7 @@ import { summariseProfile } from './lib/profile.js';
 import { markdownTable, type ScenarioResult } from './lib/results.js';
 import { recordsCall } from './recordsCall.js';
 import { scaleOut } from './scaleOut.js';
+import { webhooks } from './webhooks.js';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult[]>> = {
   records: recordsCall,
@@ -27,6 +28,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult[]>
   fhir: fhirImport,
   integrators,
   scaleout: scaleOut,
+  webhooks,
 };
 
 async function main(): Promise<void> {

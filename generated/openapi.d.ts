@@ -642,9 +642,339 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "patient.enrolled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `patient.enrolled`
+         * @description A patient was enrolled (through the API, the portal or the command line). Sent to every subscription of the study to `patient.enrolled`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onPatientEnrolledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "record.saved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `record.saved`
+         * @description A form instance was saved for the first time. `fields` are the codes of the fields it filled. Sent to every subscription of the study to `record.saved`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onRecordSavedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "record.changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `record.changed`
+         * @description A saved form instance changed (an update, a confirmed FHIR import, the portal). `fields` are the codes of the fields whose values changed; empty when only its status changed. Sent to every subscription of the study to `record.changed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onRecordChangedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "query.opened": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `query.opened`
+         * @description A data query was opened on a field, automatically (a range or an edit check) or by a person. `fields` holds the query's field. Sent to every subscription of the study to `query.opened`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onQueryOpenedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "query.answered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `query.answered`
+         * @description A data query was answered. Sent to every subscription of the study to `query.answered`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onQueryAnsweredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "query.closed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `query.closed`
+         * @description A data query was closed, automatically when its cause was corrected or by a person. Sent to every subscription of the study to `query.closed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onQueryClosedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "fhir_import.proposed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `fhir_import.proposed`
+         * @description A FHIR import waits for the site team's review (status `proposed`). Read it with `getFhirImport` and `import_id`. Sent to every subscription of the study to `fhir_import.proposed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onFhirImportProposedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "fhir_import.decided": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `fhir_import.decided`
+         * @description The site team confirmed or rejected a FHIR import. Read the outcome with `getFhirImport` and `import_id`. Sent to every subscription of the study to `fhir_import.decided`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onFhirImportDecidedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "consent.withdrawn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event `consent.withdrawn`
+         * @description A patient withdrew consent. When the consent to the use of the data was withdrawn, the read calls no longer return the patient and the next incremental load lists it in `removed`: delete its data. Sent to every subscription of the study to `consent.withdrawn`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         */
+        post: operations["onConsentWithdrawnWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
+        /** @description Which patient, by its ids only. */
+        WebhookPatientData: {
+            /** @description The study code. */
+            study: string;
+            subject: string;
+            /** @description The patient's site number. */
+            site: string;
+        };
+        /** @description Which form instance, and the codes of the fields concerned, never their values. */
+        WebhookRecordData: {
+            /** @description The study code. */
+            study: string;
+            subject: string;
+            /** @description The patient's site number. */
+            site: string;
+            /** @description The visit code. */
+            visit: string;
+            instance: number;
+            /** @description The form code. */
+            form: string;
+            /** @description Field codes (a table cell as `<table>[<row>].<column>` for a query), never values. */
+            fields: string[];
+        };
+        /** @description Which query, on which field of which form instance. */
+        WebhookQueryData: {
+            /** @description The study code. */
+            study: string;
+            subject: string;
+            /** @description The patient's site number. */
+            site: string;
+            /** @description The visit code. */
+            visit: string;
+            instance: number;
+            /** @description The form code. */
+            form: string;
+            /** @description Field codes (a table cell as `<table>[<row>].<column>` for a query), never values. */
+            fields: string[];
+            /** @description The query's `id`, as `listQueries` returns it. */
+            query_id: number;
+        };
+        /** @description Which FHIR import of which patient. */
+        WebhookFhirImportData: {
+            /** @description The study code. */
+            study: string;
+            subject: string;
+            /** @description The patient's site number. */
+            site: string;
+            /** @description The import's identifier, as `importFhirRecord` returned it in `import`. */
+            import_id: string;
+        };
+        /** @description The body of the `patient.enrolled` webhook. */
+        PatientEnrolledEvent: {
+            /** @enum {string} */
+            type: "patient.enrolled";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookPatientData"];
+        };
+        /** @description The body of the `record.saved` webhook. */
+        RecordSavedEvent: {
+            /** @enum {string} */
+            type: "record.saved";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookRecordData"];
+        };
+        /** @description The body of the `record.changed` webhook. */
+        RecordChangedEvent: {
+            /** @enum {string} */
+            type: "record.changed";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookRecordData"];
+        };
+        /** @description The body of the `query.opened` webhook. */
+        QueryOpenedEvent: {
+            /** @enum {string} */
+            type: "query.opened";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookQueryData"];
+        };
+        /** @description The body of the `query.answered` webhook. */
+        QueryAnsweredEvent: {
+            /** @enum {string} */
+            type: "query.answered";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookQueryData"];
+        };
+        /** @description The body of the `query.closed` webhook. */
+        QueryClosedEvent: {
+            /** @enum {string} */
+            type: "query.closed";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookQueryData"];
+        };
+        /** @description The body of the `fhir_import.proposed` webhook. */
+        FhirImportProposedEvent: {
+            /** @enum {string} */
+            type: "fhir_import.proposed";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookFhirImportData"];
+        };
+        /** @description The body of the `fhir_import.decided` webhook. */
+        FhirImportDecidedEvent: {
+            /** @enum {string} */
+            type: "fhir_import.decided";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookFhirImportData"];
+        };
+        /** @description The body of the `consent.withdrawn` webhook. */
+        ConsentWithdrawnEvent: {
+            /** @enum {string} */
+            type: "consent.withdrawn";
+            /**
+             * Format: date-time
+             * @description When the change was committed.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookPatientData"];
+        };
         DatasetList: {
             datasets: components["schemas"]["DatasetSummary"][];
         };
@@ -1555,6 +1885,21 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+         * @example evt_1042
+         */
+        WebhookId: string;
+        /**
+         * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+         * @example 1764110000
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignature: string;
         /**
          * @description A value the client chooses per request, sent again unchanged with every retry of that request: the same value with the same request within 24 hours returns the first answer and changes nothing; with another request it gives 422 `idempotency_key_reused`. The rules are under "Retries without duplicates" in the description of this document.
          * @example 5b0c7d1e-2f4a-4c3b-9e8d-7a6f5e4d3c2b
@@ -2781,6 +3126,411 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    onPatientEnrolledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatientEnrolledEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRecordSavedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordSavedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRecordChangedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onQueryOpenedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryOpenedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onQueryAnsweredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryAnsweredEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onQueryClosedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryClosedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onFhirImportProposedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FhirImportProposedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onFhirImportDecidedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FhirImportDecidedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onConsentWithdrawnWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's id (`evt_<number>`), the same on every attempt. A receiver drops an id it has already handled.
+                 * @example evt_1042
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description When this attempt was made, in Unix seconds. Refuse a message far from your clock (the libraries allow 5 minutes).
+                 * @example 1764110000
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's secret (the base64 part after `whsec_`), as Standard Webhooks defines it.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentWithdrawnEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx status counts as received; any other answer, or none within 10 seconds, is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received; the event is sent again later, with exponential backoff. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

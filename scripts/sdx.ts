@@ -23,6 +23,9 @@ import { addUser } from '../src/domain/people/users.js';
 import { loadStudy } from '../src/domain/studies/loadStudy.js';
 import { changeStudySettings } from '../src/domain/studies/studySettings.js';
 import { verifyAuditTrail } from '../src/domain/studies/verifyAuditTrail.js';
+import type { WebhookDeliveryRow, WebhookSubscriptionRow } from '../src/domain/stores.js';
+import { addSubscription, enableSubscription, listDeliveries, listSubscriptions, removeSubscription } from '../src/domain/webhooks/subscriptions.js';
+import { WEBHOOK_EVENT_TYPES } from '../src/domain/webhooks/webhookEvents.js';
 import { parseStudyDesign } from '../src/domain/studyDesign/parseStudyDesign.js';
 import { backupDatabase, restoreDatabase } from '../src/db/backup.js';
 import { NoEmbeddedDatabaseError } from '../src/db/embedded.js';
@@ -33,6 +36,7 @@ import { detailOf, negotiateLang } from '../src/handlers/messages/index.js';
 import { fieldMessage } from '../src/handlers/problem.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
 import { projectFile } from '../src/projectFiles.js';
+import { resolveHost } from '../src/webhookSender.js';
 import { plainText } from './plainText.js';
 
 type Output = Record<string, unknown>;
@@ -310,6 +314,46 @@ key.command('revoke <study> <keyId>').description('revoke a key at once').requir
     await inTransaction(db.knex, (s) => revokeApiKey(s, { study: code, keyId: Number(keyId), by: o.by, via: 'cli' }));
     return { study: code, id: Number(keyId), state: 'revoked' };
   }));
+
+const subscriptionOutput = (w: WebhookSubscriptionRow) => ({
+  id: w.id, url: w.url, events: w.eventTypes, state: w.state, unblinded: w.unblinded, created_at: w.createdAt, state_changed_at: w.stateChangedAt,
+});
+const deliveryOutput = (d: WebhookDeliveryRow) => ({
+  subscription: d.subscriptionId, event: `evt_${d.eventId}`, type: d.eventType, created_at: d.createdAt, attempts: d.attempts,
+  last_attempt_at: d.lastAttemptAt, status: d.deliveredAt ? 'delivered' : 'pending', http_status: d.lastStatus, last_error: d.lastError,
+  delivered_at: d.deliveredAt, next_attempt_at: d.deliveredAt ? null : d.nextAttemptAt,
+});
+
+const webhook = program.command('webhook').description('signed webhooks: subscriptions of a study to its events');
+webhook.command('add <study>').description('subscribe an address to some of the study\'s events; the signing secret is shown once')
+  .requiredOption('--url <url>', 'the receiver (https on a public network; http and private addresses only with WEBHOOKS_ALLOW_INSECURE=1)')
+  .requiredOption('--events <list>', `event types, comma-separated: ${WEBHOOK_EVENT_TYPES.join(', ')}`, sitesOption)
+  .option('--unblinded', 'also send events about forms of the unblinded team', false)
+  .addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => {
+    const policy = { allowInsecure: loadConfig().webhooksAllowInsecure };
+    const { subscription, secret } = await inTransaction(db.knex, (s) => addSubscription(s, operator, { study: code, url: o.url, events: o.events, unblinded: o.unblinded }, policy, resolveHost));
+    return { study: code, ...subscriptionOutput(subscription), secret };
+  }));
+webhook.command('list <study>').description('the study\'s subscriptions with their state (failing: a day of failed deliveries)').addOption(jsonOption)
+  .action((code: string, o) => run(o.json, async (db) => ({
+    study: code, subscriptions: (await listSubscriptions(createStores(db.knex), operator, { study: code })).map(subscriptionOutput),
+  })));
+webhook.command('remove <study> <id>').description('remove a subscription: nothing more is sent to it').addOption(jsonOption)
+  .action((code: string, id: string, o) => run(o.json, async (db) => {
+    await inTransaction(db.knex, (s) => removeSubscription(s, operator, { study: code, id: Number(id) }));
+    return { study: code, id: Number(id), state: 'removed' };
+  }));
+webhook.command('enable <study> <id>').description('re-enable a failing subscription: its waiting events are sent again, in order').addOption(jsonOption)
+  .action((code: string, id: string, o) => run(o.json, async (db) => ({
+    study: code, ...subscriptionOutput(await inTransaction(db.knex, (s) => enableSubscription(s, operator, { study: code, id: Number(id) }))),
+  })));
+webhook.command('deliveries <study> [id]').description('the delivery log, newest first: time, status, attempts, last error')
+  .option('--limit <n>', 'how many deliveries (default 50, at most 500)', Number, 50).addOption(jsonOption)
+  .action((code: string, id: string | undefined, o) => run(o.json, async (db) => ({
+    study: code,
+    deliveries: (await listDeliveries(createStores(db.knex), operator, { study: code, id: id === undefined ? undefined : Number(id), limit: o.limit })).map(deliveryOutput),
+  })));
 
 program.command('fhir').description('FHIR records').command('push')
   .description("fetch a patient's record from a hospital FHIR R4 server and send it to the study's FHIR call with an API key")

@@ -48,6 +48,12 @@ export interface Config {
   auditSigningKeyFile: string;
   /** Minutes between the service's checkpoints of every study; undefined when switched off. */
   auditCheckpointMinutes: number | undefined;
+  /** `WEBHOOKS_ALLOW_INSECURE=1`: webhooks may go to `http`, loopback and private addresses (development and tests only). */
+  webhooksAllowInsecure: boolean;
+  /** Seconds a receiver has to answer a webhook before the attempt counts as failed. */
+  webhookTimeoutSeconds: number;
+  /** Milliseconds between looks at the outbox when no notification came (retries falling due, a lost LISTEN connection). */
+  webhookPollMs: number;
 }
 
 function integer(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -90,5 +96,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditCheckpointDir: path.resolve(env.AUDIT_CHECKPOINT_DIR || path.join(dataDir, 'audit-checkpoints')),
     auditSigningKeyFile: path.resolve(env.AUDIT_SIGNING_KEY_FILE || path.join(dataDir, 'audit-signing-key.pem')),
     auditCheckpointMinutes: env.AUDIT_CHECKPOINT_MINUTES === 'off' ? undefined : integer('AUDIT_CHECKPOINT_MINUTES', 10, env),
+    webhooksAllowInsecure: env.WEBHOOKS_ALLOW_INSECURE === '1',
+    webhookTimeoutSeconds: integer('WEBHOOK_TIMEOUT_SECONDS', 10, env),
+    webhookPollMs: integer('WEBHOOK_POLL_MS', 1_000, env),
   };
 }

@@ -6,6 +6,7 @@ import { openDatabase, openOwnerDatabase } from './db/knex.js';
 import { prepareSchema } from './db/migrator.js';
 import { listen } from './listen.js';
 import { prepareR4Validator } from './domain/fhir/validateR4.js';
+import { startWebhookDelivery } from './webhookDelivery.js';
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
 const DRAIN_MS = 6_000;
@@ -42,6 +43,7 @@ export async function startServer(): Promise<Server> {
     throw error;
   }
   const stopCheckpoints = scheduleAuditCheckpoints(config, db.knex);
+  const webhooks = startWebhookDelivery(config, db.knex);
   process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   let stopping = false;
   const stop = () => {
@@ -52,8 +54,10 @@ export async function startServer(): Promise<Server> {
     setTimeout(() => process.exit(1), SHUTDOWN_MS).unref();
     // Requests waiting for a database that is gone would hold the listener open: after a while, they are cut.
     const drained = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+    const webhooksStopped = webhooks.stop();
     server.close(async () => {
       clearTimeout(drained);
+      await webhooksStopped;
       await db.close();
       process.exit(0);
     });

@@ -16,6 +16,7 @@ import { recordStore } from './records.js';
 import { sessionStore } from './sessions.js';
 import { studyStore } from './studies.js';
 import { withTransaction, type IsolationLevel } from './transaction.js';
+import { webhookStore } from './webhooks.js';
 
 /** Every store bound to one connection or transaction: what a use case receives. */
 export function createStores(db: Knex) {
@@ -36,6 +37,7 @@ export function createStores(db: Knex) {
     portalReads: portalReadStore(db),
     idempotencyKeys: idempotencyKeyStore(db),
     exports: exportStore(db),
+    webhooks: webhookStore(db),
   };
 }
 

@@ -33,4 +33,6 @@ export type ErrorCode =
   // Enrolment (src/domain/patients/enrolPatient.ts).
   | 'subject_other_site'
   // Steps on a query: answer, raise, close (src/domain/queries).
-  | 'query_not_found' | 'query_closed' | 'query_not_closable' | 'query_place_unknown';
+  | 'query_not_found' | 'query_closed' | 'query_not_closable' | 'query_place_unknown'
+  // Webhook subscriptions (src/domain/webhooks/subscriptions.ts).
+  | 'webhook_url_refused' | 'webhook_events_invalid' | 'webhook_not_found';

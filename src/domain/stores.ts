@@ -6,6 +6,7 @@ import type { ActorRef } from './actor.js';
 import type { ChainedContent } from './auditChain.js';
 import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImportItem.js';
 import type { StudyDesign } from './studyDesign/types.js';
+import type { WebhookEventType } from './webhooks/webhookEvents.js';
 
 export interface StudyRow {
   id: number;
@@ -461,4 +462,70 @@ export interface ExportSnapshot {
 
 export interface ExportStore {
   openSnapshot(): Promise<ExportSnapshot>;
+}
+
+/** What a webhook body's `data` names (spec: components/schemas/Webhook*Data): ids and codes, never values. */
+export interface WebhookEventData {
+  study: string;
+  subject: string;
+  site: string;
+  visit?: string;
+  instance?: number;
+  form?: string;
+  fields?: string[];
+  query_id?: number;
+  import_id?: string;
+}
+
+export interface NewWebhookEvent {
+  studyId: number;
+  type: WebhookEventType;
+  data: WebhookEventData;
+  /** About a form of the unblinded team in a blinded study: only for subscriptions that may see it. */
+  unblindedOnly: boolean;
+}
+
+export type WebhookState = 'active' | 'failing' | 'removed';
+
+export interface WebhookSubscriptionRow {
+  id: number;
+  studyId: number;
+  url: string;
+  eventTypes: WebhookEventType[];
+  unblinded: boolean;
+  state: WebhookState;
+  createdBy: number | null;
+  createdAt: Date;
+  stateChangedAt: Date;
+}
+
+/** One event owed to one subscription, with its last attempt: a line of the delivery log. */
+export interface WebhookDeliveryRow {
+  id: number;
+  subscriptionId: number;
+  eventId: number;
+  eventType: WebhookEventType;
+  createdAt: Date;
+  attempts: number;
+  lastAttemptAt: Date | null;
+  nextAttemptAt: Date;
+  deliveredAt: Date | null;
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+export interface WebhookStore {
+  /**
+   * Writes events to the outbox in the calling transaction, each owed to every subscription of its study
+   * (not removed) that chose its type and may see it; an event nobody subscribed to is not kept.
+   */
+  publish(events: NewWebhookEvent[]): Promise<void>;
+  insertSubscription(row: Omit<WebhookSubscriptionRow, 'id' | 'state' | 'createdAt' | 'stateChangedAt'> & { secret: string }): Promise<WebhookSubscriptionRow>;
+  /** The study's subscriptions that are not removed, oldest first. */
+  subscriptions(studyId: number): Promise<WebhookSubscriptionRow[]>;
+  findSubscription(studyId: number, id: number): Promise<WebhookSubscriptionRow | undefined>;
+  /** Sets the state; re-enabling also makes the waiting event due now, so delivery resumes at once. */
+  setState(id: number, state: WebhookState): Promise<void>;
+  /** The study's latest deliveries, newest event first, of one subscription or of all. */
+  deliveries(studyId: number, subscriptionId: number | undefined, limit: number): Promise<WebhookDeliveryRow[]>;
 }

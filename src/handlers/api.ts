@@ -1,4 +1,4 @@
-import { OpenAPIBackend, type Context, type Document, type Operation, type Request } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Operation, type Request } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
@@ -8,6 +8,7 @@ import { isStorableText } from '../domain/storableText.js';
 import { handlers } from './index.js';
 import { keyRequestOf } from './requestKey.js';
 import { rememberedRoutes } from './routes.js';
+import { routedDocument } from './spec.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
 import { validationError } from './validationErrors.js';
@@ -161,7 +162,7 @@ export interface Api {
  */
 export async function createApi(services: Services): Promise<Api> {
   const backend = new OpenAPIBackend({
-    definition: structuredClone(services.spec) as Document,
+    definition: routedDocument(services.spec),
     strict: true,
     coerceTypes: true,
     // Defaults declared in the spec (record status, instance, …) reach the handlers filled in.

@@ -72,6 +72,10 @@ const STATUS: Record<ErrorCode, number> = {
   import_items_refused: 422,
   import_reason_required: 422,
   fhir_import_not_found: 404,
+  // Webhook subscriptions, managed on the portal's API page and with `sdx webhook`.
+  webhook_url_refused: 422,
+  webhook_events_invalid: 422,
+  webhook_not_found: 404,
   // Refusals of the command line and of the people and study administration it drives.
   study_exists: 409,
   design_invalid: 422,

@@ -148,4 +148,33 @@ describe('staff portal: the study\'s API page', () => {
     expect(page.html).to.include('Создать ключ').and.include('Последние чтения').and.include('действует');
     await manager.get(`/p/${world.code}/api?lang=en`);
   });
+
+  it('subscribes an address to events (its secret shown once), lists it with its state, shows failing ones with a re-enable button, and removes it', async () => {
+    const refused = await manager.post(`/p/${world.code}/api/webhooks`, { url: 'http://hooks.example.org/in', events: ['record.saved'] });
+    expect(refused.status).to.equal(422);
+    expect(refused.html).to.include('id="webhook-error"').and.include('value="http://hooks.example.org/in"');
+    const made = await manager.post(`/p/${world.code}/api/webhooks`, { url: 'https://8.8.8.8/in', events: ['record.saved', 'query.opened'] });
+    expect(made.status).to.equal(201);
+    const secret = /id="webhook-secret" readonly value="(whsec_[A-Za-z0-9+/=]+)"/.exec(made.html)?.[1];
+    expect(secret, 'the secret is on the page').to.be.a('string');
+    expect(made.headers.get('cache-control')).to.equal('no-store');
+    const row = await app.db.knex('webhook_subscriptions').where({ url: 'https://8.8.8.8/in' }).first();
+    expect(row).to.include({ state: 'active', unblinded: false, secret });
+    expect(row.event_types).to.deep.equal(['record.saved', 'query.opened']);
+
+    const page = await manager.get(`/p/${world.code}/api`);
+    expect(page.html).to.include(`data-subscription-id="${row.id}"`).and.include('record.saved, query.opened').and.not.include(secret!);
+    await app.db.knex('webhook_subscriptions').where({ id: row.id }).update({ state: 'failing' });
+    const failing = await manager.get(`/p/${world.code}/api`);
+    expect(failing.html).to.include('failing: a day of failed deliveries').and.include(`/webhooks/${row.id}/enable`);
+    expect((await manager.post(`/p/${world.code}/api/webhooks/${row.id}/enable`, {})).status).to.equal(303);
+    expect((await app.db.knex('webhook_subscriptions').where({ id: row.id }).first()).state).to.equal('active');
+    expect((await manager.post(`/p/${world.code}/api/webhooks/${row.id}/remove`, {})).status).to.equal(303);
+    expect((await app.db.knex('webhook_subscriptions').where({ id: row.id }).first()).state).to.equal('removed');
+    expect((await manager.get(`/p/${world.code}/api`)).html).not.to.include(`data-subscription-id="${row.id}"`);
+    const audit = await app.db.knex('audit_events').where('action', 'like', 'webhook.%').orderBy('id').select('action', 'author');
+    expect(audit).to.deep.equal([
+      { action: 'webhook.subscribed', author: managerName }, { action: 'webhook.enabled', author: managerName }, { action: 'webhook.removed', author: managerName },
+    ]);
+  });
 });

@@ -1,5 +1,5 @@
 import type {
-  AuditEntry, AuditStore, ConsentRow, NewQuery, PatientRow, PatientStore, QueryStore, RecordKey, RecordStore, SiteRow, StoredRecord,
+  AuditEntry, AuditStore, ConsentRow, NewQuery, NewWebhookEvent, WebhookStore, PatientRow, PatientStore, QueryStore, RecordKey, RecordStore, SiteRow, StoredRecord,
   StudyRow, StudyStore,
 } from '../../src/domain/stores.js';
 import { DomainError } from '../../src/domain/errors.js';
@@ -184,15 +184,48 @@ export class FakeAuditStore implements AuditStore {
   }
 }
 
+/** The outbox as a list: what a use case published, in order. */
+export class FakeWebhookStore implements WebhookStore {
+  readonly published: NewWebhookEvent[] = [];
+
+  async publish(events: NewWebhookEvent[]): Promise<void> {
+    this.published.push(...copy(events));
+  }
+
+  async insertSubscription(): Promise<never> {
+    return notFaked('webhooks.insertSubscription');
+  }
+
+  async subscriptions(): Promise<never> {
+    return notFaked('webhooks.subscriptions');
+  }
+
+  async findSubscription(): Promise<never> {
+    return notFaked('webhooks.findSubscription');
+  }
+
+  async setState(): Promise<never> {
+    return notFaked('webhooks.setState');
+  }
+
+  async deliveries(): Promise<never> {
+    return notFaked('webhooks.deliveries');
+  }
+}
+
 export interface FakeStores {
   studies: FakeStudyStore;
   patients: FakePatientStore;
   records: FakeRecordStore;
   queries: FakeQueryStore;
   audit: FakeAuditStore;
+  webhooks: FakeWebhookStore;
 }
 
 /** A fresh, empty set of in-memory stores. */
 export function fakeStores(): FakeStores {
-  return { studies: new FakeStudyStore(), patients: new FakePatientStore(), records: new FakeRecordStore(), queries: new FakeQueryStore(), audit: new FakeAuditStore() };
+  return {
+    studies: new FakeStudyStore(), patients: new FakePatientStore(), records: new FakeRecordStore(), queries: new FakeQueryStore(), audit: new FakeAuditStore(),
+    webhooks: new FakeWebhookStore(),
+  };
 }

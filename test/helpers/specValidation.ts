@@ -1,7 +1,7 @@
-import { OpenAPIBackend, type Document } from 'openapi-backend';
+import { OpenAPIBackend } from 'openapi-backend';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { loadSpec } from '../../src/handlers/spec.js';
+import { loadSpec, routedDocument } from '../../src/handlers/spec.js';
 
 const Ajv2020 = Ajv2020Module.default;
 const addFormats = addFormatsModule.default;
@@ -11,22 +11,38 @@ let problemValidator: ((body: unknown) => boolean) & { errors?: unknown } | unde
 
 function specBackend(): Promise<OpenAPIBackend> {
   backend ??= (async () => {
-    const api = new OpenAPIBackend({ definition: loadSpec() as Document, strict: true, customizeAjv: (ajv) => addFormats(ajv) });
+    const api = new OpenAPIBackend({ definition: routedDocument(loadSpec()), strict: true, customizeAjv: (ajv) => addFormats(ajv) });
     await api.init();
     return api;
   })();
   return backend;
 }
 
+/** The spec's schemas under one Ajv (JSON Schema 2020-12, as OpenAPI 3.1 writes them). */
+let schemaAjv: InstanceType<typeof Ajv2020> | undefined;
+function specAjv(): InstanceType<typeof Ajv2020> {
+  if (!schemaAjv) {
+    const spec = loadSpec() as { components: { schemas: Record<string, unknown> } };
+    schemaAjv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(schemaAjv);
+    schemaAjv.addSchema({ $id: 'spec', components: spec.components });
+  }
+  return schemaAjv;
+}
+
+/** Fails when a webhook body does not match the body the spec's `webhooks` declare for its event type. */
+export function assertWebhookMatchesSpec(body: { type: string }): void {
+  const type = body.type;
+  const webhooks = (loadSpec() as { webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> } } }> }).webhooks;
+  const declared = webhooks[type];
+  if (!declared) throw new Error(`the spec declares no webhook ${type}`);
+  const validate = specAjv().compile({ $ref: `spec${declared.post.requestBody.content['application/json'].schema.$ref}` });
+  if (!validate(body)) throw new Error(`webhook ${type} breaks the spec: ${JSON.stringify(validate.errors)}\n${JSON.stringify(body)}`);
+}
+
 /** The Problem schema on its own: openapi-backend validates only `application/json` bodies. */
 function validateProblem(body: unknown): string | undefined {
-  if (!problemValidator) {
-    const spec = loadSpec() as { components: { schemas: Record<string, unknown> } };
-    const ajv = new Ajv2020({ strict: false, allErrors: true });
-    addFormats(ajv);
-    ajv.addSchema({ $id: 'spec', components: spec.components });
-    problemValidator = ajv.compile({ $ref: 'spec#/components/schemas/Problem' });
-  }
+  problemValidator ??= specAjv().compile({ $ref: 'spec#/components/schemas/Problem' });
   return problemValidator(body) ? undefined : JSON.stringify(problemValidator.errors);
 }
 

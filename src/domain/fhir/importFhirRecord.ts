@@ -6,9 +6,11 @@ import { canonical } from '../canonicalJson.js';
 import { DomainError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
-import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore, WebhookStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
+import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
+import { importIdOf } from './importId.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
@@ -16,7 +18,7 @@ import { mapToEcrf } from './mapToEcrf.js';
 import { checkPatientIdentity } from './patientIdentity.js';
 import { validateR4 } from './validateR4.js';
 
-type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore };
+type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore; webhooks: WebhookStore };
 
 export interface FhirImportResult {
   id: number;
@@ -116,5 +118,9 @@ export async function importFhirRecord(
   );
   const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
   await stores.audit.append([auditEntry(actor, study.id, { action: `fhir.import_${status}`, patientId: patient.id, details: { import_id: id, number, mode: input.mode, counts } })]);
+  if (status === 'proposed') {
+    const site = (await stores.studies.sites(study)).find((s) => s.id === patient.siteId)!;
+    await stores.webhooks.publish([studyEvent(study, 'fhir_import.proposed', { subject: patient.subject, site: site.number, import_id: importIdOf(study.code, patient.subject, number) })]);
+  }
   return { id, number, subject: patient.subject, status, mode: input.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: false };
 }

@@ -45,14 +45,18 @@ import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
 import type {
-  AuditStore, FhirImportStore, ItemChange, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, UserRow,
+  AuditStore, FhirImportStore, ItemChange, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyRow, StudyStore,
+  UserRow, WebhookStore,
 } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
+import { studyEvent } from '../webhooks/webhookEvents.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { importIdOf } from './importId.js';
 import { currentRecords, itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
 
 type Stores = {
   studies: StudyStore; people: PeopleStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore;
+  webhooks: WebhookStore;
 };
 
 /** The person deciding, signed in to the portal. */
@@ -92,6 +96,12 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
   if (!found) throw new DomainError('import_not_found', { subject: patient.subject, number: ref.number });
   if (found.status !== 'proposed') throw new DomainError('import_already_decided', { subject: patient.subject, number: found.number, status: found.status });
   return { study, patient, roles, found };
+}
+
+/** Tells the study's subscribers that the import was decided; they read the outcome with `getFhirImport`. */
+async function publishDecision(stores: Stores, study: StudyRow, patient: Pick<PatientRow, 'subject' | 'siteId'>, number: number): Promise<void> {
+  const site = (await stores.studies.sites(study)).find((s) => s.id === patient.siteId)!;
+  await stores.webhooks.publish([studyEvent(study, 'fhir_import.decided', { subject: patient.subject, site: site.number, import_id: importIdOf(study.code, patient.subject, number) })]);
 }
 
 /**
@@ -159,6 +169,7 @@ export async function confirmImport(
   await stores.fhirImports.updateItems(found.id, [...changes, ...keptChanges]);
   const counts = countItems(items);
   await stores.fhirImports.decide(found.id, { status: 'confirmed', decidedBy: person.id, counts });
+  await publishDecision(stores, study, patient, found.number);
   const identityLinked = identity.length > 0 && (await stores.fhirImports.linkPatientIdentity(patient.id, identity));
 
   const saved = changes.map((c) => c.position).sort((a, b) => a - b);
@@ -194,6 +205,7 @@ export async function rejectImport(stores: Stores, person: Person, input: Import
   const { study, patient, found } = await openDecision(stores, person, input);
   const why = input.reason?.trim();
   await stores.fhirImports.decide(found.id, { status: 'rejected', decidedBy: person.id, counts: found.counts, reason: why || null });
+  await publishDecision(stores, study, patient, found.number);
   const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'portal' };
   await stores.audit.append([auditEntry(actor, study.id, {
     action: 'fhir.import_rejected',

@@ -2,7 +2,8 @@ import type { Actor } from '../actor.js';
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, isDomainError, type FieldError } from '../errors.js';
-import type { AuditStore, PatientRow, PatientStore, SiteRow, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, PatientRow, PatientStore, SiteRow, StudyRow, StudyStore, WebhookStore } from '../stores.js';
+import { studyEvent } from '../webhooks/webhookEvents.js';
 import { carriesSite, subjectNumber } from './subjectNumber.js';
 
 export interface Enrolment {
@@ -47,7 +48,7 @@ function enrolmentErrors(input: Enrolment, today: string): FieldError[] {
  * enrolments at once from several processes never share a number; a requested subject is used if free.
  */
 export async function enrolPatient(
-  stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore },
+  stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore; webhooks: WebhookStore },
   actor: Actor,
   key: KeyContext,
   study: StudyRow,
@@ -83,6 +84,7 @@ export async function enrolPatient(
     patientId: patient.id,
     details: { subject, site: site.number, sex: input.sex, enrolled_on: input.enrolled_on, assigned: input.subject === undefined },
   })]);
+  await stores.webhooks.publish([studyEvent(study, 'patient.enrolled', { subject, site: site.number })]);
   return { subject, site: site.number };
 }
 

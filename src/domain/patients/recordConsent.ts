@@ -1,8 +1,9 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PatientRow, PatientStore, StudyStore } from '../stores.js';
+import type { AuditStore, PatientRow, PatientStore, StudyStore, WebhookStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
+import { studyEvent } from '../webhooks/webhookEvents.js';
 import { latestToday } from './enrolPatient.js';
 
 export type ConsentChange = { given: string } | { withdrawn: string; dataUse: boolean };
@@ -27,7 +28,7 @@ function checkConsentDate(date: string, patient: PatientRow, today: string): voi
  * @param today - the latest date that is today somewhere on earth; a test may fix it
  */
 export async function recordConsent(
-  stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore },
+  stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore; webhooks: WebhookStore },
   actor: Actor,
   input: { study: string; subject: string; change: ConsentChange },
   today = latestToday(),
@@ -53,5 +54,9 @@ export async function recordConsent(
     patientId: patient.id,
     details: 'given' in change ? { given_on: change.given } : { withdrawn_on: change.withdrawn, data_use: change.dataUse },
   })]);
+  if (!('given' in change)) {
+    const site = (await stores.studies.sites(study)).find((s) => s.id === patient.siteId)!;
+    await stores.webhooks.publish([studyEvent(study, 'consent.withdrawn', { subject: patient.subject, site: site.number })]);
+  }
   return { subject: patient.subject, consent: 'given' in change ? 'given' : 'withdrawn', dataUseWithdrawn: !('given' in change) && change.dataUse };
 }

@@ -3,9 +3,12 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { isStorableText } from '../storableText.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
-import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore } from '../stores.js';
+import type {
+  AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore, WebhookStore,
+} from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
+import { studyEvent } from '../webhooks/webhookEvents.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
 import { failingChecks } from './editChecks.js';
 import {
@@ -59,7 +62,7 @@ export interface WriteAccess {
   unblinded: boolean;
 }
 
-type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore };
+type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; webhooks: WebhookStore };
 
 const keyOf = (k: RecordKey) => `${k.patientId}|${k.visitId}|${k.formId}|${k.instance}`;
 
@@ -208,7 +211,7 @@ export async function submitRecords(
     slot.write ??= isNew ? 'insert' : 'update';
     const code = options.validateOnly ? 'validated' : evaluation.status === 'draft' ? 'saved_as_draft' : 'saved';
     outcomes.push(withIdOf(slot, { ...outcomeOfSave(index, code, evaluation.status, plan.toOpen), notFilled }));
-    changes.push({ slot, patient, isNew, evaluation, plan, opened, reason: givenReason(input) });
+    changes.push({ slot, patient, where: { subject: patient.subject, visit: visit.code, form: form.code, instance }, isNew, evaluation, plan, opened, reason: givenReason(input) });
   }
   if (!options.validateOnly) await writeChanges(stores, actor, study, options.source, slots, changes);
   for (const [outcome, slot] of slotOfOutcome) outcome.recordId = slot.id;
@@ -233,6 +236,8 @@ interface Slot {
 interface Change {
   slot: Slot;
   patient: { id: number; siteId: number };
+  /** The form instance by its codes, as events name it. */
+  where: { subject: string; visit: string; form: string; instance: number };
   isNew: boolean;
   evaluation: Evaluation;
   plan: ReturnType<typeof planQueries>;
@@ -256,7 +261,7 @@ export class ConcurrentInsert extends Error {
 /**
  * Writes what the request changed, a few statements for the whole request rather than some per
  * record (a call of 500 records made over 600 round trips): the new records, then the updated
- * ones, the queries opened and closed, and the audit trail, in request order.
+ * ones, the queries opened and closed, the audit trail and the webhook events, in request order.
  */
 async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
   if (changes.length === 0) return;
@@ -277,6 +282,18 @@ async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, sourc
   changes.flatMap((c) => c.opened).forEach((q, i) => { q.id = queryIds[i]; });
   await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)), { type: 'system', by: authorOf(actor), reason: CAUSE_CORRECTED });
   await stores.audit.append(changes.flatMap((c) => trailOf(actor, study, c)));
+  const siteNumbers = new Map((await stores.studies.sites(study)).map((site) => [site.id, site.number]));
+  await stores.webhooks.publish(changes.flatMap((c) => eventsOf(study, siteNumbers.get(c.patient.siteId)!, c)));
+}
+
+/** The record's event (`fields` are codes only, never values), then those of the queries it opened and closed. */
+function eventsOf(study: StudyRow, site: string, c: Change): NewWebhookEvent[] {
+  const where = { ...c.where, site };
+  return [
+    studyEvent(study, c.isNew ? 'record.saved' : 'record.changed', { ...where, fields: c.evaluation.changes.map((change) => change.field) }),
+    ...c.opened.map((q) => studyEvent(study, 'query.opened', { ...where, fields: [q.fieldCode], query_id: q.id })),
+    ...c.plan.toClose.map((q) => studyEvent(study, 'query.closed', { ...where, fields: [q.fieldCode], query_id: q.id })),
+  ];
 }
 
 /** Why the service closes an automatic query: the reason the queries read shows (its trail row says `cause corrected`). */

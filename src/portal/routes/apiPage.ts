@@ -5,6 +5,8 @@ import { listReads } from '../../domain/apiKeys/listReads.js';
 import { revokeApiKey } from '../../domain/apiKeys/revokeApiKey.js';
 import { requireManager, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { changeStudySettings } from '../../domain/studies/studySettings.js';
+import { addSubscription, enableSubscription, listDeliveries, listSubscriptions, removeSubscription } from '../../domain/webhooks/subscriptions.js';
+import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhookEvents.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
@@ -14,9 +16,19 @@ import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { person, portalActor, signedIn } from '../signedIn.js';
+import { resolveHost } from '../../webhookSender.js';
 
 /** The last reads listed at the bottom of the page (interface description, "Audit and read log" 3). */
 const READS_SHOWN = 50;
+/** The latest webhook deliveries listed on the page. */
+const DELIVERIES_SHOWN = 50;
+
+/** What the subscribe form holds, so a refused form comes back as the manager left it. */
+interface WebhookForm { url: string; events: string[] }
+
+function webhookFormOf(body: Record<string, unknown>): WebhookForm {
+  return { url: String(body.url ?? ''), events: body.events === undefined ? [] : ([] as unknown[]).concat(body.events).map(String) };
+}
 
 /** What the create form holds, so a refused form comes back filled in as the person left it. */
 interface KeyForm { name: string; read: boolean; write: boolean; enrol: boolean; sites: string[]; term: number }
@@ -38,12 +50,20 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     return access;
   }
 
-  async function showPage(ctx: PortalContext, access: StaffAccess, extra: { form?: KeyForm; error?: string; switchError?: string } = {}, status = 200) {
+  async function showPage(
+    ctx: PortalContext,
+    access: StaffAccess,
+    extra: { form?: KeyForm; error?: string; switchError?: string; webhookForm?: WebhookForm; webhookError?: string } = {},
+    status = 200,
+  ) {
     const stores = createStores(knex);
-    const [keys, reads, sites] = await Promise.all([
+    const actor = portalActor(ctx);
+    const [keys, reads, sites, subscriptions, deliveries] = await Promise.all([
       listApiKeys(stores, access.study.code),
       listReads(stores, access.study.code, READS_SHOWN),
       stores.studies.sites(access.study),
+      listSubscriptions(stores, actor, { study: access.study.code }),
+      listDeliveries(stores, actor, { study: access.study.code, limit: DELIVERIES_SHOWN }),
     ]);
     const form = extra.form ?? { ...EMPTY_FORM, read: access.canExport, sites: sites.filter((s) => access.managerSiteIds.includes(s.id)).map((s) => s.number) };
     renderPage(ctx, 'apiPage', {
@@ -51,6 +71,8 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
       sites: sites.filter((s) => access.managerSiteIds.includes(s.id)), form, error: extra.error ?? null, switchError: extra.switchError ?? null,
       // The notice after a revocation names the key only when it is revoked indeed: a crafted link cannot say otherwise.
       revoked: keys.find((k) => String(k.id) === ctx.query.revoked && k.state === 'revoked')?.id ?? null,
+      subscriptions, deliveries, eventTypes: WEBHOOK_EVENT_TYPES,
+      webhookForm: extra.webhookForm ?? { url: '', events: [] }, webhookError: extra.webhookError ?? null,
     }, status);
   }
 
@@ -86,6 +108,32 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     const keyId = pathNumber(ctx.params.id);
     await inTransaction(knex, (stores) => revokeApiKey(stores, { study: access.study.code, keyId, by: person(ctx).email, via: 'portal' }));
     ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/api?revoked=${keyId}`);
+    ctx.status = 303;
+  });
+
+  router.post('/p/:study/api/webhooks', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const form = webhookFormOf(formFields(ctx));
+    try {
+      const made = await inTransaction(knex, (stores) => addSubscription(stores, portalActor(ctx), { study: access.study.code, url: form.url, events: form.events }, {
+        allowInsecure: services.config.webhooksAllowInsecure,
+      }, resolveHost));
+      // The secret is on this one page; the service keeps it only to sign, and never shows it again.
+      renderPage(ctx, 'webhookCreated', { title: 'webhookCreated.title', study: access.study, access, made }, 201);
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      await showPage(ctx, access, { webhookForm: form, webhookError: errorDetail(ctx.state.lang, error.code, error.params) }, statusOf(error.code));
+    }
+  });
+
+  router.post('/p/:study/api/webhooks/:id/:action', signedIn, async (ctx) => {
+    const access = await managerAccess(ctx);
+    const id = pathNumber(ctx.params.id);
+    const input = { study: access.study.code, id };
+    if (ctx.params.action === 'remove') await inTransaction(knex, (stores) => removeSubscription(stores, portalActor(ctx), input));
+    else if (ctx.params.action === 'enable') await inTransaction(knex, (stores) => enableSubscription(stores, portalActor(ctx), input));
+    else ctx.throw(404);
+    ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/api#webhooks`);
     ctx.status = 303;
   });
 

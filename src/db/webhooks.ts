@@ -1,0 +1,83 @@
+import type { Knex } from 'knex';
+import type { WebhookDeliveryRow, WebhookStore, WebhookSubscriptionRow } from '../domain/stores.js';
+import { jsonParameter } from './jsonParameter.js';
+
+export const SUBSCRIPTIONS = 'webhook_subscriptions';
+export const EVENTS = 'webhook_events';
+export const DELIVERIES = 'webhook_deliveries';
+
+/** The channel a committed delivery is announced on (LISTEN/NOTIFY), so a worker sends it at once rather than at its next poll. */
+export const WEBHOOK_CHANNEL = 'sdx_webhook_deliveries';
+
+function rowToSubscription(r: Record<string, any>): WebhookSubscriptionRow {
+  return {
+    id: r.id, studyId: r.study_id, url: r.url, eventTypes: r.event_types, unblinded: r.unblinded, state: r.state,
+    createdBy: r.created_by, createdAt: r.created_at, stateChangedAt: r.state_changed_at,
+  };
+}
+
+function rowToDelivery(r: Record<string, any>): WebhookDeliveryRow {
+  return {
+    id: r.id, subscriptionId: r.subscription_id, eventId: r.event_id, eventType: r.type, createdAt: r.created_at, attempts: r.attempts,
+    lastAttemptAt: r.last_attempt_at, nextAttemptAt: r.next_attempt_at, deliveredAt: r.delivered_at, lastStatus: r.last_status, lastError: r.last_error,
+  };
+}
+
+export function webhookStore(db: Knex): WebhookStore {
+  return {
+    async publish(events) {
+      if (events.length === 0) return;
+      // One statement: the events some subscription wants (in the order given, so their ids follow it), a delivery
+      // row per subscription that wants each, and a notification that PostgreSQL sends only if the transaction commits.
+      await db.raw(`
+        with given as (
+          select v.ord, v.study_id, v.type, v.data, v.unblinded_only
+          from jsonb_to_recordset(?::jsonb) as v(ord int, study_id int, type text, data jsonb, unblinded_only boolean)
+        ), wanted as (
+          select g.*, array_agg(s.id order by s.id) as subscription_ids
+          from given g join ${SUBSCRIPTIONS} s
+            on s.study_id = g.study_id and s.state <> 'removed' and g.type = any(s.event_types) and (s.unblinded or not g.unblinded_only)
+          group by g.ord, g.study_id, g.type, g.data, g.unblinded_only
+        ), numbered as (
+          select w.subscription_ids, w.study_id, w.type, w.data, nextval(pg_get_serial_sequence('${EVENTS}', 'id')) as id
+          from (select * from wanted order by ord) w
+        ), events as (
+          insert into ${EVENTS} (id, study_id, type, data) select id, study_id, type, data from numbered
+        ), deliveries as (
+          insert into ${DELIVERIES} (subscription_id, event_id)
+          select unnest(n.subscription_ids), n.id from numbered n
+          returning 1
+        )
+        select pg_notify('${WEBHOOK_CHANNEL}', '') from (select 1 from deliveries limit 1) d`,
+      [jsonParameter(events.map((e, ord) => ({ ord, study_id: e.studyId, type: e.type, data: e.data, unblinded_only: e.unblindedOnly })))]);
+    },
+    async insertSubscription(row) {
+      const [inserted] = await db(SUBSCRIPTIONS).insert({
+        study_id: row.studyId, url: row.url, event_types: row.eventTypes, secret: row.secret, unblinded: row.unblinded, created_by: row.createdBy,
+      }).returning('*');
+      return rowToSubscription(inserted);
+    },
+    async subscriptions(studyId) {
+      const rows = await db(SUBSCRIPTIONS).where({ study_id: studyId }).whereNot({ state: 'removed' }).orderBy('id');
+      return rows.map(rowToSubscription);
+    },
+    async findSubscription(studyId, id) {
+      const row = await db(SUBSCRIPTIONS).where({ study_id: studyId, id }).whereNot({ state: 'removed' }).first();
+      return row ? rowToSubscription(row) : undefined;
+    },
+    async setState(id, state) {
+      await db(SUBSCRIPTIONS).where({ id }).update({ state, state_changed_at: db.fn.now() });
+      if (state !== 'active') return;
+      // Re-enabled: the event that failed is tried again now, with a fresh 24 hours of retries.
+      await db(DELIVERIES).where({ subscription_id: id }).whereNull('delivered_at').update({ next_attempt_at: db.fn.now(), first_failed_at: null });
+      await db.raw(`select pg_notify('${WEBHOOK_CHANNEL}', '')`);
+    },
+    async deliveries(studyId, subscriptionId, limit) {
+      const rows = await db(`${DELIVERIES} as d`).join(`${EVENTS} as e`, 'e.id', 'd.event_id').join(`${SUBSCRIPTIONS} as s`, 's.id', 'd.subscription_id')
+        .where('s.study_id', studyId).modify((q) => { if (subscriptionId !== undefined) q.where('d.subscription_id', subscriptionId); })
+        .orderBy('d.event_id', 'desc').orderBy('d.subscription_id').limit(limit)
+        .select('d.*', 'e.type', 'e.created_at');
+      return rows.map(rowToDelivery);
+    },
+  };
+}
