@@ -5,7 +5,7 @@ import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
-import { defined, itemAt, only } from '../helpers/checkedLookups.js';
+import { at, only, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -63,7 +63,7 @@ const typesDesign = () => demoDesign('TYPES', (d) => {
       },
     ],
   });
-  itemAt(d.visits, 0).forms.push('misc');
+  at(d.visits, 0).forms.push('misc');
 });
 
 describe('submitFormRecords', () => {
@@ -107,7 +107,7 @@ describe('submitFormRecords', () => {
   }
 
   /** The saved form instance, failing the test when there is none. */
-  const savedAt = async (...at: Parameters<typeof recordAt>) => defined(await recordAt(...at), `a record at ${at.join(' ')}`);
+  const savedAt = async (...place: Parameters<typeof recordAt>) => present(await recordAt(...place), `a record at ${place.join(' ')}`);
 
   const auditOf = (recordId: number) => knex()('audit_events').where({ record_id: recordId }).orderBy('id')
     .select<AuditRow[]>('action', 'field_code', 'old_value', 'new_value', 'author', 'reason');
@@ -214,7 +214,7 @@ describe('submitFormRecords', () => {
         ['error', 'unknown_field', [['drugs', 'unknown_field', 'No such field on this form.']]],
         ['error', 'unknown_field', [['conditions[0].icd', 'unknown_field', 'No such field on this form.']]],
       ]);
-      expect(itemAt(res.body.results, 0).message).to.equal('The record names fields that are not on the form; nothing was saved.');
+      expect(at(res.body.results, 0).message).to.equal('The record names fields that are not on the form; nothing was saved.');
       expect(await recordAt(subject, 'screening', 'vs')).to.equal(undefined);
     });
 
@@ -232,7 +232,7 @@ describe('submitFormRecords', () => {
         ['error', 'invalid_value', ['temp:value_and_mark']],
         ['warn', 'saved_as_draft', []],
       ]);
-      expect(itemAt(itemAt(res.body.results, 2).errors, 0).message).to.equal('A field cannot have both a value and a not-done mark.');
+      expect(at(at(res.body.results, 2).errors, 0).message).to.equal('A field cannot have both a value and a not-done mark.');
       expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ values: { vsdate: '2026-01-10', sbp: '120', dbp: '80' }, not_done: { hr: 'ND', temp: 'UNK', rr: 'NA' } });
     });
 
@@ -279,7 +279,7 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232' }) },
         { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232', hr: '25' }, 'baseline') },
       ]);
-      const [one, two] = [itemAt(res.body.results, 0), itemAt(res.body.results, 1)];
+      const [one, two] = [at(res.body.results, 0), at(res.body.results, 1)];
       expect(one).to.deep.include({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', queries_opened: 1 });
       expect(one.errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
       expect(two).to.deep.include({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 2 automatic queries opened.', queries_opened: 2 });
@@ -328,7 +328,7 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'lab_hem', values: { hgb: '14.0', wbc: '6.1', plt: '250', hct: '70.0' } },
         { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { sbp: '120', dbp: '80' } },
       ]);
-      const [dbp, hct, reject] = [itemAt(res.body.results, 0), itemAt(res.body.results, 1), itemAt(res.body.results, 2)];
+      const [dbp, hct, reject] = [at(res.body.results, 0), at(res.body.results, 1), at(res.body.results, 2)];
       expect(dbp).to.deep.include({ status: 'warn', code: 'saved_with_queries', queries_opened: 1 });
       expect(dbp.errors).to.deep.equal([{ field: 'dbp', code: 'edit_check:dbp_below_sbp', message: 'Diastolic pressure must be below systolic pressure' }]);
       expect(hct.errors).to.deep.equal([{ field: 'hct', code: 'edit_check:hct_plausible_for_hgb', message: 'Haematocrit is implausible for the haemoglobin (expected about three times the haemoglobin in g/dL)' }]);
@@ -339,7 +339,7 @@ describe('submitFormRecords', () => {
       ]);
       expect(await recordAt(subject, 'baseline', 'vs')).to.equal(undefined);
       const ru = await submit([{ subject, visit: 'week4', form: 'vs', status: 'draft', values: { hr: '70' } }], { query: '?lang=ru' });
-      expect(itemAt(ru.body.results, 0).errors).to.deep.equal([{ field: 'vsdate', code: 'edit_check:vsdate_with_values', message: 'Укажите дату измерений' }]);
+      expect(at(ru.body.results, 0).errors).to.deep.equal([{ field: 'vsdate', code: 'edit_check:vsdate_with_values', message: 'Укажите дату измерений' }]);
     });
   });
 
@@ -356,8 +356,8 @@ describe('submitFormRecords', () => {
         { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline') },
       ]);
       expect(again.body.results.map((r) => [r.status, r.code, r.message, r.record_id])).to.deep.equal([
-        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', itemAt(first.body.results, 0).record_id],
-        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', itemAt(first.body.results, 1).record_id],
+        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', at(first.body.results, 0).record_id],
+        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', at(first.body.results, 1).record_id],
       ]);
       expect(again.body.counts).to.deep.equal({ ok: 0, warn: 0, skip: 2, error: 0 });
       expect(await totals()).to.deep.equal(before);
@@ -400,7 +400,7 @@ describe('submitFormRecords', () => {
       const before = await totals();
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '120', hr: '070' } }]);
       expect(res.body.results[0]).to.deep.equal({
-        index: 0, status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', record_id: itemAt(first.body.results, 0).record_id, queries_opened: 0, errors: [],
+        index: 0, status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', record_id: at(first.body.results, 0).record_id, queries_opened: 0, errors: [],
       });
       expect(await totals()).to.deep.equal(before);
     });
@@ -463,7 +463,7 @@ describe('submitFormRecords', () => {
 
     it('keeps the source of a record\'s first save when the API updates it', async () => {
       const subject = await newPatient();
-      const study = defined(await inTransaction(knex(), (s) => s.studies.findByCode(world.code)), 'the study');
+      const study = present(await inTransaction(knex(), (s) => s.studies.findByCode(world.code)), 'the study');
       const siteIds = await knex()('sites').where({ study_id: study.id }).pluck<number[]>('id');
       const nurse = { kind: 'user' as const, userId: 1, name: 'Site nurse', via: 'portal' as const };
       await inTransaction(knex(), (s) => submitRecords(s, nurse, { siteIds, unblinded: false }, study,
@@ -486,7 +486,7 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '131' } },
       ]);
       expect(res.body.results.map((r) => [r.status, r.code])).to.deep.equal([['ok', 'saved'], ['skip', 'already_filled'], ['ok', 'saved']]);
-      expect(itemAt(res.body.results, 1).record_id).to.equal(itemAt(res.body.results, 0).record_id);
+      expect(at(res.body.results, 1).record_id).to.equal(at(res.body.results, 0).record_id);
       expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal('131');
     });
   });
@@ -641,13 +641,13 @@ describe('submitFormRecords', () => {
       const id = recordIdOf(first.body.results[0]);
       const results = await Promise.all(['131', '132', '133', '134', '135'].map((sbp) =>
         submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp } }])));
-      expect(results.map((r) => itemAt(r.body.results, 0).status)).to.deep.equal(Array(5).fill('ok'));
+      expect(results.map((r) => at(r.body.results, 0).status)).to.deep.equal(Array(5).fill('ok'));
       const changes = (await auditOf(id)).filter((a) => a.action === 'record.value_changed');
       expect(changes).to.have.length(5);
       let previous = '120';
       for (const change of changes) {
         expect(change.old_value).to.equal(previous);
-        previous = defined(change.new_value, 'the changed value');
+        previous = present(change.new_value, 'the changed value');
       }
       expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal(previous);
     });
@@ -655,12 +655,12 @@ describe('submitFormRecords', () => {
     it('writes the new record of two concurrent update:true writers once, and applies the other as an update', async () => {
       const subject = await newPatient();
       const results = await Promise.all(['141', '142'].map((sbp) => submit([{ subject, visit: 'screening', form: 'vs', update: true, values: vitals({ sbp }) }])));
-      expect(results.map((r) => itemAt(r.body.results, 0).code)).to.deep.equal(['saved', 'saved']);
+      expect(results.map((r) => at(r.body.results, 0).code)).to.deep.equal(['saved', 'saved']);
       const saved = await savedAt(subject, 'screening', 'vs');
       const audit = await auditOf(saved.id);
       expect(audit.filter((a) => a.action === 'record.value_set')).to.have.length(4);
       expect(audit.filter((a) => a.action === 'record.value_changed').map((a) => [a.old_value, a.new_value]))
-        .to.deep.equal([[defined(audit.find((a) => a.field_code === 'sbp'), 'the audit row of sbp').new_value, saved.values.sbp]]);
+        .to.deep.equal([[present(audit.find((a) => a.field_code === 'sbp'), 'the audit row of sbp').new_value, saved.values.sbp]]);
     });
   });
 
@@ -689,7 +689,7 @@ describe('submitFormRecords', () => {
         ['error', 'invalid_value', 'Some values do not fit their fields; nothing was saved.', true, 0],
         ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', true, 0],
       ]);
-      expect(itemAt(dry.body.results, 1).errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
+      expect(at(dry.body.results, 1).errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
       expect(await totals()).to.deep.equal(before);
       const real = await submit(records, { query: '?validate_only=false' });
       expect(real.body.results.map((r) => r.status)).to.deep.equal(dry.body.results.map((r) => r.status));
@@ -733,13 +733,13 @@ describe('submitFormRecords', () => {
         ['invalid_value', 'Некоторые значения не подходят к своим полям; ничего не сохранено.'],
         ['edit_check_failed', 'Правило проверки отклонило запись; ничего не сохранено.'],
       ]);
-      expect(itemAt(itemAt(res.body.results, 1).errors, 0).message).to.equal('Значение 232 mm[Hg] выше ожидаемого максимума 220 mm[Hg].');
-      expect(itemAt(itemAt(res.body.results, 10).errors, 0).message).to.equal('В этой форме нет такого поля.');
-      expect(itemAt(itemAt(res.body.results, 11).errors, 0).message).to.equal('Неверное значение типа integer.');
+      expect(at(at(res.body.results, 1).errors, 0).message).to.equal('Значение 232 mm[Hg] выше ожидаемого максимума 220 mm[Hg].');
+      expect(at(at(res.body.results, 10).errors, 0).message).to.equal('В этой форме нет такого поля.');
+      expect(at(at(res.body.results, 11).errors, 0).message).to.equal('Неверное значение типа integer.');
       const validated = await app.call<RecordsResult>('POST', `/api/v1/studies/${world.code}/records?validate_only=true`, {
         key: world.key, headers: { 'accept-language': 'ru-RU, ru;q=0.9' }, body: { records: [{ subject, visit: 'week12', form: 'lab_hem', values: { hgb: '14.0', wbc: '6', plt: '250', hct: '42' } }] },
       });
-      expect(itemAt(validated.body.results, 0).message).to.equal('Будет сохранено.');
+      expect(at(validated.body.results, 0).message).to.equal('Будет сохранено.');
     });
   });
 
@@ -756,65 +756,65 @@ describe('submitFormRecords', () => {
       // Forms saved before the request, for the skip, update and unchanged records.
       const preSaved: { subject: string; instance: number; values: Record<string, string>; id?: number }[] = [];
       for (let i = 0; i < 90; i++) {
-        const subject = itemAt(patients['01'], i % 4);
+        const subject = at(patients['01'], i % 4);
         preSaved.push({ subject, instance: nextInstance(subject), values: vitals({ hr: String(60 + (i % 30)) }) });
       }
       const pre = await submit(preSaved.map((p) => ({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: p.values })));
       expect(pre.body.counts).to.deep.equal({ ok: 90, warn: 0, skip: 0, error: 0 });
-      pre.body.results.forEach((r, i) => { itemAt(preSaved, i).id = recordIdOf(r); });
+      pre.body.results.forEach((r, i) => { at(preSaved, i).id = recordIdOf(r); });
 
       const records: Rec[] = [];
       const expected: Expected[] = [];
       let preIndex = 0;
       let n = 0;
-      const patientFor = () => { n += 1; return itemAt(patients[n % 2 === 0 ? '01' : '02'], n % 4); };
+      const patientFor = () => { n += 1; return at(patients[n % 2 === 0 ? '01' : '02'], n % 4); };
       const newVs = (values: Record<string, string>, extra: Rec = {}) => {
         const subject = patientFor();
-        const at = { subject, visit: 'unscheduled', form: 'vs', instance: nextInstance(subject) };
-        return { record: { ...at, values, ...extra }, at };
+        const place = { subject, visit: 'unscheduled', form: 'vs', instance: nextInstance(subject) };
+        return { record: { ...place, values, ...extra }, place };
       };
       const kinds: (() => void)[] = [
         () => { // ok
-          const { record, at } = newVs(vitals());
-          records.push(record); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...at, values: vitals() }, valueRows: 4 });
+          const { record, place } = newVs(vitals());
+          records.push(record); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...place, values: vitals() }, valueRows: 4 });
         },
         () => { // warn: a range breach
           const values = vitals({ sbp: '232' });
-          const { record, at } = newVs(values);
-          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...at, values }, rangeQueries: 1, valueRows: 4 });
+          const { record, place } = newVs(values);
+          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...place, values }, rangeQueries: 1, valueRows: 4 });
         },
         () => { // warn: a draft
           const values = { vsdate: '2026-02-01', sbp: '118' };
-          const { record, at } = newVs(values, { status: 'draft' });
-          records.push(record); expected.push({ status: 'warn', code: 'saved_as_draft', message: 'Saved as a draft.', saved: { ...at, values }, valueRows: 2 });
+          const { record, place } = newVs(values, { status: 'draft' });
+          records.push(record); expected.push({ status: 'warn', code: 'saved_as_draft', message: 'Saved as a draft.', saved: { ...place, values }, valueRows: 2 });
         },
         () => { // warn: a query edit check
           const values = vitals({ dbp: '125' });
-          const { record, at } = newVs(values);
-          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...at, values }, checkQueries: 1, valueRows: 4 });
+          const { record, place } = newVs(values);
+          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...place, values }, checkQueries: 1, valueRows: 4 });
         },
         () => { // ok: a table
           const subject = patientFor();
           const tables = { events: [{ term: 'Dizziness', onset: '2026-02-02', severity: 'moderate', serious: 'no' }] };
-          const at = { subject, visit: 'unscheduled', form: 'ae', instance: nextInstance(subject) };
-          records.push({ ...at, tables }); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...at, tables }, valueRows: 1 });
+          const place = { subject, visit: 'unscheduled', form: 'ae', instance: nextInstance(subject) };
+          records.push({ ...place, tables }); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...place, tables }, valueRows: 1 });
         },
         () => { // skip: the same form instance as the record just before it, which this very request saves
-          records.push({ ...itemAt(records, -1) });
+          records.push({ ...at(records, -1) });
           expected.push({ status: 'skip', code: 'already_filled', message: 'The form is already filled in; send update: true to overwrite it.', recordId: -1 });
         },
         () => { // skip: saved before the request
-          const p = itemAt(preSaved, preIndex++);
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: vitals({ sbp: '100' }) });
           expected.push({ status: 'skip', code: 'already_filled', message: 'The form is already filled in; send update: true to overwrite it.', recordId: p.id });
         },
         () => { // ok: an update that changes one value
-          const p = itemAt(preSaved, preIndex++);
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, update: true, values: { sbp: '128', hr: p.values.hr } });
           expected.push({ status: 'ok', code: 'saved', message: 'Saved.', recordId: p.id, saved: { subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: { ...p.values, sbp: '128' } }, changeRows: [['sbp', '120', '128']] });
         },
         () => { // ok: an update that changes nothing
-          const p = itemAt(preSaved, preIndex++);
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, update: true, values: { hr: p.values.hr } });
           expected.push({ status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', recordId: p.id });
         },
@@ -851,7 +851,7 @@ describe('submitFormRecords', () => {
           expected.push({ status: 'error', code: 'invalid_instance', message: 'Visit "week4" does not repeat; instance must be 1.' });
         },
       ];
-      for (let i = 0; records.length < 500; i++) itemAt(kinds, i % kinds.length)();
+      for (let i = 0; records.length < 500; i++) at(kinds, i % kinds.length)();
       expect(records).to.have.length(500);
 
       const before = await totals();
@@ -861,11 +861,11 @@ describe('submitFormRecords', () => {
       const results = res.body.results;
       expect(results.map((r) => r.index)).to.deep.equal(records.map((_, i) => i));
       results.forEach((r, i) => {
-        const e = itemAt(expected, i);
+        const e = at(expected, i);
         expect([r.status, r.code, r.message], `record ${i}`).to.deep.equal([e.status, e.code, e.message]);
         if (e.status === 'error') expect(r.record_id, `record ${i}`).to.equal(null);
         else expect(r.record_id, `record ${i}`).to.be.a('number');
-        if (e.recordId === -1) expect(r.record_id, `record ${i}`).to.equal(itemAt(results, i - 1).record_id);
+        if (e.recordId === -1) expect(r.record_id, `record ${i}`).to.equal(at(results, i - 1).record_id);
         else if (e.recordId !== undefined) expect(r.record_id, `record ${i}`).to.equal(e.recordId);
       });
       const tally = (status: string) => expected.filter((e) => e.status === status).length;
@@ -881,7 +881,7 @@ describe('submitFormRecords', () => {
         if (!e.saved) continue;
         const row = await recordAt(e.saved.subject, e.saved.visit, e.saved.form, e.saved.instance);
         expect(row, `record ${i}`).to.not.equal(undefined);
-        expect(row!.id).to.equal(itemAt(results, i).record_id);
+        expect(row!.id).to.equal(at(results, i).record_id);
         if (e.saved.values) expect(row!.values, `record ${i}`).to.deep.equal(e.saved.values);
         if (e.saved.tables) expect(row!.tables, `record ${i}`).to.deep.equal(e.saved.tables);
       }
@@ -890,7 +890,7 @@ describe('submitFormRecords', () => {
       const rangeQueries = await knex()('queries as q').join('patients as p', 'p.id', 'q.patient_id').join('sites as s', 's.id', 'q.site_id')
         .join('sites as ps', 'ps.id', 'p.site_id').where('q.origin', 'range').whereIn('q.record_id', results.map((r) => r.record_id).filter((id) => id !== null))
         .select<{ record_id: number; status: string; field_code: string; site: string; patient_site: string }[]>('q.record_id', 'q.status', 'q.field_code', 's.number as site', 'ps.number as patient_site');
-      const breaches = expected.map((e, i) => (e.rangeQueries ? itemAt(results, i).record_id : null)).filter((id) => id !== null);
+      const breaches = expected.map((e, i) => (e.rangeQueries ? at(results, i).record_id : null)).filter((id) => id !== null);
       expect(rangeQueries.map((q) => q.record_id).sort()).to.deep.equal([...breaches].sort());
       for (const q of rangeQueries) expect(q).to.deep.include({ status: 'open', field_code: 'sbp', site: q.patient_site });
       expect(new Set(rangeQueries.map((q) => q.site))).to.deep.equal(new Set(['01', '02']));
@@ -899,12 +899,12 @@ describe('submitFormRecords', () => {
       const audit = await knex()('audit_events').where('id', '>', maxAudit).whereIn('action', ['record.value_set', 'record.value_changed'])
         .select<(AuditRow & { record_id: number })[]>('action', 'record_id', 'field_code', 'old_value', 'new_value', 'author');
       const valueRows = expected.reduce((sum, e) => sum + (e.valueRows ?? 0), 0);
-      const changeRows = expected.flatMap((e, i) => (e.changeRows ?? []).map(([field, oldValue, newValue]) => [itemAt(results, i).record_id, field, oldValue, newValue]));
+      const changeRows = expected.flatMap((e, i) => (e.changeRows ?? []).map(([field, oldValue, newValue]) => [at(results, i).record_id, field, oldValue, newValue]));
       expect(audit.filter((a) => a.action === 'record.value_set')).to.have.length(valueRows);
       expect(audit.filter((a) => a.action === 'record.value_changed').map((a) => [a.record_id, a.field_code, a.old_value, a.new_value]))
         .to.have.deep.members(changeRows);
       expect(new Set(audit.map((a) => a.author))).to.deep.equal(new Set(['LIMS (API)']));
-      const touched = new Set(expected.map((e, i) => ((e.valueRows || e.changeRows) ? itemAt(results, i).record_id : null)).filter((id) => id !== null));
+      const touched = new Set(expected.map((e, i) => ((e.valueRows || e.changeRows) ? at(results, i).record_id : null)).filter((id) => id !== null));
       for (const a of audit) expect(touched.has(a.record_id)).to.equal(true);
     });
   });
