@@ -800,7 +800,7 @@ describe('submitFormRecords', () => {
           records.push({ ...place, tables }); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...place, tables }, valueRows: 1 });
         },
         () => { // skip: the same form instance as the record just before it, which this very request saves
-          records.push({ ...at(records, -1) });
+          records.push({ ...at(records, records.length - 1) });
           expected.push({ status: 'skip', code: 'already_filled', message: 'The form is already filled in; send update: true to overwrite it.', recordId: -1 });
         },
         () => { // skip: saved before the request
