@@ -8,6 +8,8 @@ import { submitRecords, type RecordInput } from '../../src/domain/records/submit
 import { requireStudy } from '../../src/domain/studies/requireStudy.js';
 import { inTransaction, type Stores } from '../../src/db/stores.js';
 import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase, testEnv } from '../helpers/testDatabase.js';
 
@@ -18,13 +20,22 @@ import { resetDatabase, testEnv } from '../helpers/testDatabase.js';
  * commit rows stamped before the previous load, and while writes go on.
  */
 
-type Row = Record<string, any>;
-type Call = 'patients' | 'records' | 'queries';
+/** The rows of each read call. */
+interface Rows {
+  patients: AnswerOf<'listPatients', 200>['patients'][number];
+  records: AnswerOf<'listFormRecords', 200>['records'][number];
+  queries: AnswerOf<'listQueries', 200>['queries'][number];
+}
+type Call = keyof Rows;
+type Row = Rows[Call];
+type Removal = AnswerOf<'listFormRecords', 200>['removed'][number];
+/** A page of any of the three read calls: the members they share, and the rows under the call's name. */
+type Page = Pick<AnswerOf<'listFormRecords', 200>, 'next' | 'watermark' | 'removed'> & { [C in Call]?: Rows[C][] };
 const CALLS: Call[] = ['patients', 'records', 'queries'];
 
 /** A vital-signs date inside each visit's window for the patients below (enrolled 2026-01-02 or 01-03): any other opens a query (issue 19.7). */
-const VISIT_DAY: Record<string, string> = { screening: '2025-12-15', baseline: '2026-01-04', unscheduled: '2026-01-10' };
-const vitals = (sbp: string, visit = 'screening') => ({ vsdate: VISIT_DAY[visit]!, sbp, dbp: '60', hr: '70' });
+const VISIT_DAY = { screening: '2025-12-15', baseline: '2026-01-04', unscheduled: '2026-01-10' };
+const vitals = (sbp: string, visit: keyof typeof VISIT_DAY = 'screening') => ({ vsdate: VISIT_DAY[visit], sbp, dbp: '60', hr: '70' });
 const run = promisify(execFile);
 
 /** What a sponsor system keeps: the rows of each call by id (patients by subject), and the last watermark. */
@@ -33,13 +44,13 @@ class Replica {
   watermark: string | undefined;
   loads = 0;
 
-  constructor(private readonly get: (path: string) => Promise<Reply>, private readonly limit: number) {}
+  constructor(private readonly get: (path: string) => Promise<Reply<Page>>, private readonly limit: number) {}
 
   /** One incremental load: every page of the three calls since the last watermark; the first call's watermark is kept. */
-  async load(): Promise<{ removed: Row[]; rows: Record<Call, Row[]> }> {
+  async load(): Promise<{ removed: Removal[]; rows: { [C in Call]: Rows[C][] } }> {
     const since = this.watermark;
     let next: string | undefined;
-    const removed: Row[] = [];
+    const removed: Removal[] = [];
     const got: Record<Call, Row[]> = { patients: [], records: [], queries: [] };
     for (const call of CALLS) {
       let after: string | null = null;
@@ -49,8 +60,10 @@ class Replica {
         expect(page.status, JSON.stringify(page.body)).to.equal(200);
         if (after) expect(page.body.removed, 'removed only on the first page').to.deep.equal([]);
         else next ??= page.body.watermark;
-        for (const row of page.body[call]) this.rows[call].set(call === 'patients' ? row.subject : row.id, row);
-        got[call].push(...page.body[call]);
+        const rows: Row[] = present(page.body[call], `the ${call} of the page`);
+        // Records and queries are kept by id, patients (who have none on the wire) by subject.
+        for (const row of rows) this.rows[call].set('id' in row ? row.id : row.subject, row);
+        got[call].push(...rows);
         // After the page's rows: a patient removed meanwhile may still be on this page.
         for (const gone of page.body.removed) {
           removed.push(gone);
@@ -61,7 +74,8 @@ class Replica {
     }
     this.watermark = next;
     this.loads++;
-    return { removed, rows: got };
+    // Each call's rows went to that call's list only.
+    return { removed, rows: got as { [C in Call]: Rows[C][] } };
   }
 
   private forget(subject: string): void {
@@ -71,8 +85,11 @@ class Replica {
     }
   }
 
-  sorted(call: Call): Row[] {
-    return [...this.rows[call].values()].sort((a, b) => (call === 'patients' ? a.subject.localeCompare(b.subject) : a.id - b.id));
+  /** The rows kept of one call, by id (patients by subject). */
+  sorted<C extends Call>(call: C): Rows[C][] {
+    const rows = [...this.rows[call].values()].sort((a, b) => ('id' in a && 'id' in b ? a.id - b.id : a.subject.localeCompare(b.subject)));
+    // `load` keeps each call's rows in the map of that call.
+    return rows as Rows[C][];
   }
 }
 
@@ -109,17 +126,17 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
   let world: StudyWorld;
   let keyContext: KeyContext;
   const base = '/api/v1/studies/DEMO';
-  const get = (path: string, key = world.key) => app.call('GET', `${base}${path}`, { key });
+  const get = (path: string, key = world.key) => app.call<Page>('GET', `${base}${path}`, { key });
 
   async function enrol(site: string): Promise<string> {
-    const res = await app.call('POST', `${base}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1970, enrolled_on: '2026-01-02' } });
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `${base}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1970, enrolled_on: '2026-01-02' } });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     await giveConsent(app.db.knex, 'DEMO', res.body.subject);
     return res.body.subject;
   }
 
-  async function send(records: RecordInput[]): Promise<Row[]> {
-    const res = await app.call('POST', `${base}/records`, { key: world.key, body: { records } });
+  async function send(records: RecordInput[]): Promise<AnswerOf<'submitFormRecords', 200>['results']> {
+    const res = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { key: world.key, body: { records } });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body.counts.error, JSON.stringify(res.body.results)).to.equal(0);
     return res.body.results;
@@ -137,11 +154,11 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
   async function databaseContents() {
     const knex = app.db.knex;
     const patients = await knex('patients as p').join('studies as s', 's.id', 'p.study_id').where('s.code', 'DEMO').whereNull('p.data_use_withdrawn_at')
-      .orderBy('p.subject').select('p.subject', 'p.updated_at');
+      .orderBy('p.subject').select<{ subject: string; updated_at: Date }[]>('p.subject', 'p.updated_at');
     const records = await knex('records as r').join('patients as p', 'p.id', 'r.patient_id').join('studies as s', 's.id', 'r.study_id')
-      .where('s.code', 'DEMO').whereNull('p.data_use_withdrawn_at').orderBy('r.id').select('r.id', 'r.values', 'r.status', 'r.updated_at');
+      .where('s.code', 'DEMO').whereNull('p.data_use_withdrawn_at').orderBy('r.id').select<{ id: number; values: Record<string, string>; status: string; updated_at: Date }[]>('r.id', 'r.values', 'r.status', 'r.updated_at');
     const queries = await knex('queries as q').join('patients as p', 'p.id', 'q.patient_id').join('studies as s', 's.id', 'q.study_id')
-      .where('s.code', 'DEMO').whereNull('p.data_use_withdrawn_at').orderBy('q.id').select('q.id', 'q.status', 'q.updated_at');
+      .where('s.code', 'DEMO').whereNull('p.data_use_withdrawn_at').orderBy('q.id').select<{ id: number; status: string; updated_at: Date }[]>('q.id', 'q.status', 'q.updated_at');
     return {
       patients: patients.map((p) => ({ subject: p.subject, updated_at: p.updated_at.toISOString() })),
       records: records.map((r) => ({ id: r.id, values: r.values, status: r.status, updated_at: r.updated_at.toISOString() })),
@@ -153,9 +170,9 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
     await resetDatabase(app.db.knex);
     world = await createStudyWorld(app.db.knex);
-    const manager = await app.db.knex('users').where({ email: world.manager }).first();
-    const study = await app.db.knex('studies').where({ code: 'DEMO' }).first();
-    const sites = await app.db.knex('sites').where({ study_id: study.id }).orderBy('number').pluck('id');
+    const manager = present(await app.db.knex('users').where({ email: world.manager }).first<{ id: number; name: string } | undefined>(), 'the manager');
+    const study = present(await app.db.knex('studies').where({ code: 'DEMO' }).first<{ id: number } | undefined>(), 'the study');
+    const sites = await app.db.knex('sites').where({ study_id: study.id }).orderBy('number').pluck<number[]>('id');
     // What the key of the world would authenticate as: the slow writers act for it without HTTP.
     keyContext = {
       keyId: world.keyId, keyName: 'Test system', studyId: study.id, studyCode: 'DEMO', canRead: true, canWrite: true, canEnrol: true,
@@ -183,12 +200,13 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     // Meanwhile a quick writer commits, and the sponsor loads: the slow rows are not committed yet.
     await send([{ subject, visit: 'baseline', form: 'vs', values: vitals('121', 'baseline') }]);
     const during = await replica.load();
-    const watermark = replica.watermark!;
+    const watermark = present(replica.watermark, 'the watermark');
     expect(during.rows.records.map((r) => r.visit)).to.include('baseline');
     for (const call of CALLS) expect(during.rows[call].map((r) => r.subject), call).to.not.include(slowSubject);
     await slow.commit();
 
-    const slowStamp = await app.db.knex('records as r').join('patients as p', 'p.id', 'r.patient_id').where('p.subject', slowSubject).first('r.updated_at');
+    const slowStamp = present(await app.db.knex('records as r').join('patients as p', 'p.id', 'r.patient_id').where('p.subject', slowSubject)
+      .first<{ updated_at: Date } | undefined>('r.updated_at'), 'the slow record');
     // The watermark was held back to the slow transaction's start, which stamps its rows.
     expect(Date.parse(watermark)).to.be.at.most(slowStamp.updated_at.getTime());
     const next = await replica.load();
@@ -221,20 +239,21 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
       { subject: b, visit: 'screening', form: 'vs', values: vitals('120') },
     ]);
     const loaded = await get('/records?limit=1');
-    const watermark = loaded.body.watermark as string;
+    const watermark = loaded.body.watermark;
     const siteTwoKey = (await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Site 02 sponsor', sites: ['02'] })).key;
 
     // The site withdraws the patient's consent to the use of their data with the command line.
     const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', 'patient', 'consent', 'DEMO', a, '--withdrawn', '2026-03-01', '--data-use', '--json'],
       { env: { ...process.env, ...testEnv } });
-    expect(JSON.parse(stdout)).to.deep.equal({ study: 'DEMO', subject: a, consent: 'withdrawn', data_use_withdrawn: true });
-    const removedAt = (await app.db.knex('removals as rm').join('patients as p', 'p.id', 'rm.patient_id').where('p.subject', a).first('rm.removed_at')).removed_at;
+    expect(JSON.parse(stdout) as unknown).to.deep.equal({ study: 'DEMO', subject: a, consent: 'withdrawn', data_use_withdrawn: true });
+    const removedAt = present(await app.db.knex('removals as rm').join('patients as p', 'p.id', 'rm.patient_id').where('p.subject', a)
+      .first<{ removed_at: Date } | undefined>('rm.removed_at'), 'the removal').removed_at;
 
     for (const call of CALLS) {
       const first = await get(`/${call}?updated_since=${watermark}&limit=1`);
       expect(first.status).to.equal(200);
       expect(first.body.removed, call).to.deep.equal([{ subject: a, site: '01', reason: 'consent_withdrawn', removed_at: removedAt.toISOString() }]);
-      expect(Date.parse(first.body.removed[0].removed_at)).to.be.at.least(Date.parse(watermark));
+      expect(Date.parse(at(first.body.removed, 0).removed_at)).to.be.at.least(Date.parse(watermark));
       if (first.body.next) {
         const second = await get(`/${call}?updated_since=${watermark}&limit=1&after=${first.body.next}`);
         expect(second.body.removed, `${call}: not on later pages`).to.deep.equal([]);
@@ -242,11 +261,11 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
       // Without updated_since there is nothing to remove from: a full load simply no longer has the patient.
       const full = await get(`/${call}`);
       expect(full.body.removed).to.deep.equal([]);
-      expect(full.body[call].map((r: Row) => r.subject), call).to.not.include(a);
+      expect(present<Row[]>(full.body[call], call).map((r) => r.subject), call).to.not.include(a);
       // Removals honour the site and subject filters and the key's sites.
       expect((await get(`/${call}?updated_since=${watermark}&site=02`)).body.removed, call).to.deep.equal([]);
       expect((await get(`/${call}?updated_since=${watermark}&subject=${b}`)).body.removed, call).to.deep.equal([]);
-      expect((await get(`/${call}?updated_since=${watermark}&subject=${a}`)).body.removed.map((r: Row) => r.subject), call).to.deep.equal([a]);
+      expect((await get(`/${call}?updated_since=${watermark}&subject=${a}`)).body.removed.map((r) => r.subject), call).to.deep.equal([a]);
       expect((await get(`/${call}?updated_since=${watermark}`, siteTwoKey)).body.removed, call).to.deep.equal([]);
     }
   });
@@ -260,14 +279,14 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     const result = await inTransaction(app.db.knex, (s) => recordConsent(s, operator, { study: 'DEMO', subject, change: { withdrawn: '2026-04-01', dataUse: true } }));
     expect(result).to.deep.equal({ subject, consent: 'withdrawn', dataUseWithdrawn: true });
     const next = await get(`/records?updated_since=${loaded.body.watermark}&subject=${subject}`);
-    expect(next.body.removed.map((r: Row) => r.subject)).to.deep.equal([subject]);
+    expect(next.body.removed.map((r) => r.subject)).to.deep.equal([subject]);
     expect(next.body.records).to.deep.equal([]);
   });
 
   it('ends with exactly the database contents after chained loads while writers, slow ones included, insert, update and remove', async () => {
     const seed = Number(process.env.SDX_TEST_SEED ?? Date.now() % 1_000_000);
     const random = randomFrom(seed);
-    const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
+    const pick = <T>(items: T[]): T => at(items, Math.floor(random() * items.length));
     const sbp = () => String(pick([110, 125, 140, 235, 60]));
     const replica = new Replica((path) => get(path), 7);
     await replica.load();
@@ -284,7 +303,7 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
           p.instances++;
           await send([{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instances, values: vitals(sbp(), 'unscheduled') }]);
         } else if (op === 'update') {
-          const p = pick(mine.filter((m) => m.instances > 0).concat(mine[0]));
+          const p = pick(mine.filter((m) => m.instances > 0).concat(at(mine, 0)));
           if (p.instances === 0) continue;
           await send([{ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: 1 + Math.floor(random() * p.instances), values: { sbp: sbp() }, update: true }]);
         } else if (op === 'slow') {
@@ -299,7 +318,7 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
           while (replica.loads < loadsBefore + 1) await new Promise((r) => setTimeout(r, 10));
           await slow.commit();
         } else {
-          const p = mine.splice(Math.floor(random() * mine.length), 1)[0];
+          const p = at(mine.splice(Math.floor(random() * mine.length), 1), 0);
           await inTransaction(app.db.knex, (s) => recordConsent(s, operator, { study: 'DEMO', subject: p.subject, change: { withdrawn: '2026-03-01', dataUse: true } }));
         }
       }

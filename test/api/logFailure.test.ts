@@ -3,6 +3,7 @@ import { capturingStderr } from '../helpers/capturingStderr.js';
 import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import { only } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
 
@@ -39,7 +40,7 @@ describe('logFailure: the API and the portal log an unknown failure once, and an
   function failureLine(stderr: string, requestId: string): Record<string, string> {
     const mine = stderr.split('\n').filter((line) => line.includes(requestId));
     expect(mine, stderr).to.have.length(1);
-    const logged = JSON.parse(mine[0]) as Record<string, string>;
+    const logged = JSON.parse(only(mine)) as Record<string, string>;
     expect(Object.keys(logged)).to.deep.equal(['level', 'at', 'request_id', 'method', 'path', 'error']);
     expect(logged).to.deep.include({ level: 'error', request_id: requestId });
     expect(logged.error).to.match(/studies.*does not exist/).and.to.include('\n    at ');

@@ -3,6 +3,8 @@ import { giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { startHostileWorld } from '../helpers/hostileInput.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { STAFF_PASSWORD, addStaff } from '../helpers/portalPeople.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { present } from '../helpers/only.js';
 import type { TestApp } from '../helpers/testApp.js';
 
 /**
@@ -53,33 +55,33 @@ describe('out-of-range numbers and names in addresses', function () {
 
   it('answers a `limit` beyond its range, 20 digits or negative with 400 naming it; `1e3` is the number 1000', async () => {
     for (const raw of ['2147483648', '99999999999999999999', '-1', '0', '1001', '1e4', '1.5']) {
-      const reply = await app.call('GET', `/api/v1/studies/${world.code}/patients?limit=${encodeURIComponent(raw)}`, { key: world.key });
+      const reply = await app.call<Problem>('GET', `/api/v1/studies/${world.code}/patients?limit=${encodeURIComponent(raw)}`, { key: world.key });
       expect(reply.status, raw).to.equal(400);
       expect(reply.body.code, raw).to.equal('invalid_parameter');
-      expect(reply.body.errors.map((e: { pointer: string }) => e.pointer), raw).to.deep.equal(['/query/limit']);
+      expect(reply.body.errors?.map((e) => e.pointer), raw).to.deep.equal(['/query/limit']);
     }
-    expect((await app.call('GET', `/api/v1/studies/${world.code}/patients?limit=1e3`, { key: world.key })).status).to.equal(200);
+    expect((await app.call<AnswerOf<'listPatients', 200>>('GET', `/api/v1/studies/${world.code}/patients?limit=1e3`, { key: world.key })).status).to.equal(200);
   });
 
   it('answers a paging token rewritten to carry an id beyond the id column with an empty page, never a 500', async () => {
-    const second = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
+    const second = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, {
       key: world.key, body: { site: '01', sex: 'male', birth_year: 1971, enrolled_on: '2026-03-09' },
     });
     await giveConsent(app.db.knex, world.code, second.body.subject, '2026-03-01');
-    const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+    const saved = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
       key: world.key,
       body: { records: [subject, second.body.subject].map((s) => ({ subject: s, visit: 'unscheduled', form: 'vs', instance: 1, values: { vsdate: '2026-03-10', sbp: '120', dbp: '80', hr: '70' } })) },
     });
     expect(saved.status).to.equal(200);
     // patients.id is an `integer`, records.id a `bigint`.
-    for (const operation of ['patients', 'records']) {
-      const first = await app.call('GET', `/api/v1/studies/${world.code}/${operation}?limit=1`, { key: world.key });
+    for (const operation of ['patients', 'records'] as const) {
+      const first = await app.call<AnswerOf<'listPatients' | 'listFormRecords', 200>>('GET', `/api/v1/studies/${world.code}/${operation}?limit=1`, { key: world.key });
       expect(first.body.next, operation).to.be.a('string');
       // A token is base64url JSON that a key holder can read and rewrite; its digest binds it to the filters, not to its id.
-      const parsed = JSON.parse(Buffer.from(first.body.next, 'base64url').toString('utf8'));
+      const parsed = JSON.parse(Buffer.from(present(first.body.next, 'the next token'), 'base64url').toString('utf8')) as Record<string, unknown>;
       for (const id of [2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER]) {
         const forged = Buffer.from(JSON.stringify({ ...parsed, a: id })).toString('base64url');
-        const reply = await app.call('GET', `/api/v1/studies/${world.code}/${operation}?limit=1&after=${forged}`, { key: world.key });
+        const reply = await app.call<Partial<Record<typeof operation, unknown[]>>>('GET', `/api/v1/studies/${world.code}/${operation}?limit=1&after=${forged}`, { key: world.key });
         expect(reply.status, `${operation} after id ${id}`).to.equal(200);
         expect(reply.body[operation], `${operation} after id ${id}`).to.deep.equal([]);
       }
@@ -103,6 +105,6 @@ describe('out-of-range numbers and names in addresses', function () {
       expect(reply.status, name).to.be.oneOf([400, 404]);
       expect(reply.headers.get('cache-control'), name).to.equal('no-store');
     }
-    expect((await app.call('GET', '/api/v1/docs/assets/constructor')).body.code).to.equal('not_found');
+    expect((await app.call<Problem>('GET', '/api/v1/docs/assets/constructor')).body.code).to.equal('not_found');
   });
 });

@@ -3,6 +3,8 @@ import { latestToday } from '../../src/domain/patients/enrolPatient.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, demoDesign, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, only, present } from '../helpers/only.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { startServiceProcess } from '../helpers/serviceProcess.js';
@@ -16,8 +18,10 @@ describe('createPatient', () => {
   let noEnrolKey: string;
   let site01Key: string;
   const path = (code = world.code) => `/api/v1/studies/${code}/patients`;
-  const enrol = (body: unknown, key = world.key, query = '') => app.call('POST', `${path()}${query}`, { key, body });
-  const patientCount = async () => Number((await app.db.knex('patients').count({ n: '*' }))[0].n);
+  type Enrolled = AnswerOf<'createPatient', 201>;
+  /** Enrols; the answer's body is the new patient unless the test names a refusal's type (`enrol<Problem>`). */
+  const enrol = <Body = Enrolled>(body: unknown, key = world.key, query = '') => app.call<Body>('POST', `${path()}${query}`, { key, body });
+  const patientCount = async () => Number(only(await app.db.knex('patients').count({ n: '*' })).n);
 
   before(async () => {
     app = await startTestApp();
@@ -53,51 +57,52 @@ describe('createPatient', () => {
 
   it('refuses a subject without its site\'s mark with 422 subject_other_site, in English and Russian, and keeps nothing (issue 19.8)', async () => {
     const before = await patientCount();
-    const res = await enrol(enrolment({ subject: '02-009' }));
+    const res = await enrol<Problem>(enrolment({ subject: '02-009' }));
     expect(res.status).to.equal(422);
     const detail = 'The patient ID "02-009" does not carry the mark of site 01 that the study\'s format {site}-{seq:3} gives it.';
     expect(res.body).to.deep.include({ status: 422, code: 'subject_other_site', title: 'Patient ID of another site', detail });
     expect(res.body.errors).to.deep.equal([{ pointer: '/subject', code: 'subject_other_site', message: detail }]);
-    for (const subject of ['HIS-4711', '01-', '001-1', '101-1']) expect((await enrol(enrolment({ subject }))).body.code, subject).to.equal('subject_other_site');
-    const ru = await enrol(enrolment({ site: '02', subject: '01-777' }), world.key, '?lang=ru');
+    for (const subject of ['HIS-4711', '01-', '001-1', '101-1']) expect((await enrol<Problem>(enrolment({ subject }))).body.code, subject).to.equal('subject_other_site');
+    const ru = await enrol<Problem>(enrolment({ site: '02', subject: '01-777' }), world.key, '?lang=ru');
     expect(ru.status).to.equal(422);
     expect(ru.body.title).to.equal('Номер пациента другого центра');
-    expect(ru.body.errors[0].message).to.equal('Номер пациента "01-777" не содержит обозначения центра 02, которое задаёт формат исследования {site}-{seq:3}.');
+    expect(at(ru.body.errors ?? [], 0).message).to.equal('Номер пациента "01-777" не содержит обозначения центра 02, которое задаёт формат исследования {site}-{seq:3}.');
     expect(await patientCount()).to.equal(before);
   });
 
   it('finds the site\'s mark at the end when the study\'s format puts the site last', async () => {
     const fmt = await createStudyWorld(app.db.knex, demoDesign('SUFFIX', (d) => { d.subject_format = 'P{seq:4}-{site}'; }));
-    const send = (body: Record<string, unknown>) => app.call('POST', path(fmt.code), { key: fmt.key, body });
+    const send = <Body = Enrolled>(body: Record<string, unknown>) => app.call<Body>('POST', path(fmt.code), { key: fmt.key, body });
     expect((await send(enrolment({ site: '02', subject: 'H4711-02' }))).body).to.deep.equal({ subject: 'H4711-02', site: '02' });
-    expect((await send(enrolment({ site: '02', subject: 'P0009-01' }))).body.code).to.equal('subject_other_site');
+    expect((await send<Problem>(enrolment({ site: '02', subject: 'P0009-01' }))).body.code).to.equal('subject_other_site');
   });
 
   it('refuses a taken subject with 409 subject_taken, pointing at /subject, and keeps nothing', async () => {
     const before = await patientCount();
-    const res = await enrol(enrolment({ subject: '01-001' }));
+    const res = await enrol<Problem>(enrolment({ subject: '01-001' }));
     expect(res.status).to.equal(409);
     expect(res.body).to.deep.include({ status: 409, code: 'subject_taken', title: 'Patient ID taken', detail: 'The patient ID "01-001" is already used in this study.' });
     expect(res.body.errors).to.deep.equal([{ pointer: '/subject', code: 'subject_taken', message: 'The patient ID "01-001" is already used in this study.' }]);
     expect(await patientCount()).to.equal(before);
-    const ru = await enrol(enrolment({ subject: '01-001' }), world.key, '?lang=ru');
+    const ru = await enrol<Problem>(enrolment({ subject: '01-001' }), world.key, '?lang=ru');
     expect(ru.status).to.equal(409);
     expect(ru.body.title).to.equal('Номер пациента занят');
-    expect(ru.body.errors[0].message).to.equal('Номер пациента "01-001" уже используется в этом исследовании.');
+    expect(at(ru.body.errors ?? [], 0).message).to.equal('Номер пациента "01-001" уже используется в этом исследовании.');
   });
 
   it('records the enrolment in the audit trail with the key\'s name plus " (API)" as author', async () => {
     const res = await enrol(enrolment({ site: '02', sex: 'other', subject: '02-AUDIT1' }));
     expect(res.status).to.equal(201);
-    const patient = await app.db.knex('patients').where({ subject: '02-AUDIT1' }).first();
-    const rows = await app.db.knex('audit_events').where({ patient_id: patient.id }).select('action', 'author', 'reason', 'actor_type', 'details');
+    const patient = await app.db.knex('patients').where({ subject: '02-AUDIT1' }).first<{ id: number } | undefined>();
+    const rows = await app.db.knex('audit_events').where({ patient_id: patient?.id })
+      .select<{ action: string; author: string; reason: string; actor_type: string; details: Record<string, unknown> }[]>('action', 'author', 'reason', 'actor_type', 'details');
     expect(rows).to.have.length(1);
     expect(rows[0]).to.deep.include({ action: 'patient.enrolled', author: 'Test system (API)', actor_type: 'api_key', reason: 'Data sent through the API key "Test system"' });
-    expect(rows[0].details).to.deep.include({ subject: '02-AUDIT1', site: '02', sex: 'other', assigned: false });
+    expect(only(rows).details).to.deep.include({ subject: '02-AUDIT1', site: '02', sex: 'other', assigned: false });
   });
 
   it('refuses a key without the enrol right (403 right_missing)', async () => {
-    const res = await enrol(enrolment(), noEnrolKey);
+    const res = await enrol<Problem>(enrolment(), noEnrolKey);
     expect(res.status).to.equal(403);
     expect(res.body).to.deep.include({ code: 'right_missing', detail: 'This API key does not have the right to enrol patients.' });
   });
@@ -105,7 +110,7 @@ describe('createPatient', () => {
   it('refuses a site that is not one of the key\'s sites, or does not exist, with 422 unknown_site', async () => {
     const before = await patientCount();
     for (const site of ['02', '99']) {
-      const res = await enrol(enrolment({ site }), site01Key);
+      const res = await enrol<Problem>(enrolment({ site }), site01Key);
       expect(res.status, site).to.equal(422);
       expect(res.body.code).to.equal('unknown_site');
       expect(res.body.errors).to.deep.equal([{ pointer: '/site', code: 'unknown_site', message: `Site "${site}" is not one of the sites of this API key.` }]);
@@ -131,11 +136,11 @@ describe('createPatient', () => {
     for (const c of cases) {
       it(c.name, async () => {
         const before = await patientCount();
-        const res = await enrol(c.body);
+        const res = await enrol<Problem>(c.body);
         expect(res.status).to.equal(422);
         expect(res.body.code).to.equal('invalid_body');
-        expect(res.body.errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code])).to.have.deep.members(c.pointers);
-        for (const e of res.body.errors) expect(e.message).to.be.a('string').and.not.equal('');
+        expect(res.body.errors?.map((e) => [e.pointer, e.code])).to.have.deep.members(c.pointers);
+        for (const e of res.body.errors ?? []) expect(e.message).to.be.a('string').and.not.equal('');
         expect(await patientCount()).to.equal(before);
       });
     }
@@ -148,7 +153,7 @@ describe('createPatient', () => {
   });
 
   it('words the field errors in Russian for lang=ru', async () => {
-    const res = await enrol(enrolment({ birth_year: 2027 }), world.key, '?lang=ru');
+    const res = await enrol<Problem>(enrolment({ birth_year: 2027 }), world.key, '?lang=ru');
     expect(res.status).to.equal(422);
     expect(res.body.title).to.equal('Неверное тело запроса');
     expect(res.body.errors).to.deep.equal([{ pointer: '/birth_year', code: 'birth_year_implausible', message: 'Год рождения должен быть не позже года включения и не более чем на 120 лет раньше.' }]);
@@ -163,7 +168,7 @@ describe('createPatient', () => {
     for (const c of cases) {
       await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, c.settings));
       try {
-        const res = await enrol(enrolment());
+        const res = await enrol<Problem>(enrolment());
         expect(res.status, c.code).to.equal(423);
         expect(res.body).to.deep.include({ code: c.code, detail: c.detail });
       } finally {
@@ -176,10 +181,10 @@ describe('createPatient', () => {
 
   it('numbers in the study\'s own subject_format', async () => {
     const fmt = await createStudyWorld(app.db.knex, demoDesign('FMT', (d) => { d.subject_format = 'P{seq:4}-{site}'; }));
-    const res = await app.call('POST', path(fmt.code), { key: fmt.key, body: enrolment({ site: '02' }) });
+    const res = await app.call<Enrolled>('POST', path(fmt.code), { key: fmt.key, body: enrolment({ site: '02' }) });
     expect(res.status).to.equal(201);
     expect(res.body).to.deep.equal({ subject: 'P0001-02', site: '02' });
-    const design = await app.call('GET', `/api/v1/studies/${fmt.code}`, { key: fmt.key });
+    const design = await app.call<AnswerOf<'getStudyDesign', 200>>('GET', `/api/v1/studies/${fmt.code}`, { key: fmt.key });
     expect(design.body.study.subject_format).to.equal('P{seq:4}-{site}');
   });
 
@@ -191,17 +196,17 @@ describe('createPatient', () => {
 
   it('moves on to the following number when a requested subject takes the next number while the enrolment is under way', async () => {
     const held = await createStudyWorld(app.db.knex, demoDesign('HELD'));
-    const study = await app.db.knex('studies').where({ code: held.code }).first();
-    const site = await app.db.knex('sites').where({ study_id: study.id, number: '01' }).first();
+    const study = present(await app.db.knex('studies').where({ code: held.code }).first<{ id: number } | undefined>(), 'the study');
+    const site = present(await app.db.knex('sites').where({ study_id: study.id, number: '01' }).first<{ id: number } | undefined>(), 'site 01');
     // A concurrent enrolment with subject 01-001, inserted but not yet committed: invisible to the check before the insert.
     const trx = await app.db.knex.transaction();
     try {
       await trx('patients').insert({ study_id: study.id, site_id: site.id, subject: '01-001', sex: 'male', birth_year: 1950, enrolled_on: '2026-01-02' });
-      const pending = app.call('POST', path(held.code), { key: held.key, body: enrolment() });
+      const pending = app.call<Enrolled>('POST', path(held.code), { key: held.key, body: enrolment() });
       // Wait until the enrolment's insert blocks on the uncommitted row, then let the other enrolment commit.
       for (;;) {
-        const waiting = await app.db.knex.raw("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()");
-        if (waiting.rows[0].n > 0) break;
+        const waiting = await app.db.knex.raw<{ rows: { n: number }[] }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()");
+        if (only(waiting.rows).n > 0) break;
         await new Promise((r) => setTimeout(r, 20));
       }
       await trx.commit();
@@ -221,7 +226,7 @@ describe('createPatient', () => {
         const response = await fetch(`${baseUrl}${path(race.code)}`, {
           method: 'POST', headers: { authorization: `Bearer ${race.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
         });
-        const parsed = await response.json();
+        const parsed = await response.json() as Enrolled | Problem;
         await assertMatchesSpec('createPatient', response.status, response.headers.get('content-type') ?? '', parsed);
         return { status: response.status, body: parsed, requested: (body as { subject?: string }).subject };
       };
@@ -233,19 +238,19 @@ describe('createPatient', () => {
       expect(assigned.map((r) => r.status)).to.deep.equal(Array(50).fill(201));
       for (const r of results.filter((x) => x.requested !== undefined)) expect([201, 409]).to.include(r.status);
       const rows = await app.db.knex('patients as p').join('studies as st', 'st.id', 'p.study_id').join('sites as s', 's.id', 'p.site_id')
-        .where('st.code', race.code).select('p.subject', 's.number as site');
-      expect(new Set(rows.map((r: { subject: string }) => r.subject)).size).to.equal(rows.length);
+        .where('st.code', race.code).select<{ subject: string; site: string }[]>('p.subject', 's.number as site');
+      expect(new Set(rows.map((r) => r.subject)).size).to.equal(rows.length);
       for (const [site, count] of [['01', 30], ['02', 20]] as const) {
-        const numbers = rows.filter((r: { site: string }) => r.site === site).map((r: { subject: string }) => Number(r.subject.split('-')[1])).sort((a: number, b: number) => a - b);
+        const numbers = rows.filter((r) => r.site === site).map((r) => Number(at(r.subject.split('-'), 1))).sort((a, b) => a - b);
         const requested = results.filter((r) => r.requested?.startsWith(site) && r.status === 201).length;
         expect(numbers, `site ${site}`).to.deep.equal(Array.from({ length: count + requested }, (_, i) => i + 1));
       }
-      const answered = new Set(assigned.map((r) => r.body.subject));
+      const answered = new Set(assigned.map((r) => ('subject' in r.body ? r.body.subject : undefined)));
       expect(answered.size).to.equal(50);
       // One audit row per patient enrolled, and none for a refused enrolment.
       const audited = await app.db.knex('audit_events as a').join('studies as st', 'st.id', 'a.study_id').leftJoin('patients as p', 'p.id', 'a.patient_id')
-        .where({ 'st.code': race.code, 'a.action': 'patient.enrolled' }).select('p.subject');
-      expect(audited.map((a: { subject: string }) => a.subject).sort()).to.deep.equal(rows.map((r: { subject: string }) => r.subject).sort());
+        .where({ 'st.code': race.code, 'a.action': 'patient.enrolled' }).select<{ subject: string }[]>('p.subject');
+      expect(audited.map((a) => a.subject).sort()).to.deep.equal(rows.map((r) => r.subject).sort());
     } finally {
       await second.stop();
     }

@@ -6,6 +6,8 @@ import { ru as portalRu } from '../../src/portal/messages/ru.js';
 import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -30,8 +32,8 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     await addStaff(app.db.knex, 'staff01@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] });
     await addStaff(app.db.knex, 'outsider@sdx.test');
     await addStaff(app.db.knex, 'locked@sdx.test', { study: world.code, role: 'site_staff' });
-    for (const [site, subject] of [['01', '01-001'], ['02', '02-001']]) {
-      const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-10' } });
+    for (const [site, subject] of [['01', '01-001'], ['02', '02-001']] as const) {
+      const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-10' } });
       expect(res.body.subject).to.equal(subject);
       await giveConsent(app.db.knex, world.code, subject);
     }
@@ -74,10 +76,10 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     expect(res.status).to.equal(303);
     const after = client.cookies.get('sdx_session')!;
     expect(after).to.match(/^[A-Za-z0-9_-]{43}$/).and.not.equal(before);
-    const rows = await app.db.knex('sessions').select('*');
+    const rows = await app.db.knex('sessions').select<{ id_hash: Buffer; user_id: number }[]>('*');
     const hashOf = (value: string) => createHash('sha256').update(value).digest();
     const mine = rows.find((r) => Buffer.compare(r.id_hash, hashOf(after)) === 0);
-    expect(mine, 'the session is stored under the hash of its id').to.include({ user_id: (await app.db.knex('users').where({ email: 'boss@sdx.test' }).first()).id });
+    expect(mine, 'the session is stored under the hash of its id').to.include({ user_id: (await app.db.knex('users').where({ email: 'boss@sdx.test' }).first<{ id: number } | undefined>('id'))?.id });
     expect(rows.some((r) => Buffer.compare(r.id_hash, hashOf(before)) === 0), 'the pre-sign-in session is gone').to.equal(false);
     expect(JSON.stringify(rows)).not.to.include(after);
   });
@@ -110,14 +112,14 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     const made = await boss.post(`/p/${world.code}/api/keys`, { _csrf: null, name: 'Sneaky', write: 'on', sites: ['01'], term: '30' });
     expect(made.status).to.equal(403);
     expect(await app.db.knex('api_keys').where({ name: 'Sneaky' })).to.have.length(0);
-    expect((await app.db.knex('studies').where({ code: world.code }).first()).api_enabled).to.equal(true);
+    expect((await app.db.knex('studies').where({ code: world.code }).first<{ api_enabled: boolean } | undefined>())?.api_enabled).to.equal(true);
     // A post from a browser with no session at all, the sign-in form's included.
     const stranger = new PortalClient(app.baseUrl);
     expect((await stranger.post('/portal/sign-in', { email: 'boss@sdx.test', password: PASSWORD })).status).to.equal(403);
     expect(stranger.cookies.size).to.equal(0);
     // The same form with its token goes through.
     expect((await boss.post(`/p/${world.code}/api/switch`, { api: 'off', confirm: 'yes' })).status).to.equal(303);
-    expect((await app.db.knex('studies').where({ code: world.code }).first()).api_enabled).to.equal(false);
+    expect((await app.db.knex('studies').where({ code: world.code }).first<{ api_enabled: boolean } | undefined>())?.api_enabled).to.equal(false);
     expect((await boss.post(`/p/${world.code}/api/switch`, { api: 'on' })).status).to.equal(303);
   });
 
@@ -129,7 +131,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     const res = await boss.post(`/p/${world.code}/api/switch`, fields);
     expect(res.status).to.equal(400);
     expect(res.html).to.include('Form not understood');
-    expect((await app.db.knex('studies').where({ code: world.code }).first()).api_enabled).to.equal(true);
+    expect((await app.db.knex('studies').where({ code: world.code }).first<{ api_enabled: boolean } | undefined>())?.api_enabled).to.equal(true);
   });
 
   it('locks a person out after 5 failed sign-ins in a row, the right password included, until the lock is over', async () => {
@@ -139,7 +141,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
       expect(res.status, `attempt ${attempt}`).to.equal(401);
       expect(res.html).to.include('The e-mail or the password is wrong');
     }
-    const user = await app.db.knex('users').where({ email: 'locked@sdx.test' }).first();
+    const user = present(await app.db.knex('users').where({ email: 'locked@sdx.test' }).first<{ id: number; failed_sign_ins: number; locked_until: Date | null } | undefined>(), 'the locked user');
     expect(user.failed_sign_ins).to.equal(5);
     expect(user.locked_until).to.be.instanceOf(Date);
     const refused = await client.signIn('locked@sdx.test', PASSWORD);
@@ -155,7 +157,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     await app.db.knex('users').where({ id: user.id }).update({ locked_until: app.db.knex.raw("now() - interval '1 second'") });
     const res = await client.signIn('locked@sdx.test', PASSWORD);
     expect(res.status).to.equal(303);
-    expect(await app.db.knex('users').where({ id: user.id }).first()).to.include({ failed_sign_ins: 0, locked_until: null });
+    expect(await app.db.knex('users').where({ id: user.id }).first<Record<string, unknown> | undefined>()).to.include({ failed_sign_ins: 0, locked_until: null });
   });
 
   it('answers 403 and shows no data to a person without a role in the study', async () => {
@@ -180,7 +182,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     expect(await app.db.knex('api_keys').where({ name: 'Staff key' })).to.have.length(0);
     expect((await staff.post(`/p/${world.code}/api/switch`, { api: 'off' })).status).to.equal(403);
     expect((await staff.post(`/p/${world.code}/api/keys/${world.keyId}/revoke`, {})).status).to.equal(403);
-    expect((await app.db.knex('api_keys').where({ id: world.keyId }).first()).revoked_at).to.equal(null);
+    expect((await app.db.knex('api_keys').where({ id: world.keyId }).first<{ revoked_at: Date | null } | undefined>())?.revoked_at).to.equal(null);
 
     const list = await staff.get(`/p/${world.code}`);
     expect(list.status).to.equal(200);
@@ -227,7 +229,7 @@ describe('staff portal: sign-in, sessions and access rules', () => {
     expect((await boss.get('/portal/static/../../package.json')).status).to.equal(404);
     // Raw output only places a rendered template (the CSRF field, a page in the layout): every value goes through <%= %>.
     for (const file of readdirSync('src/portal/templates')) {
-      const raw = [...readFileSync(`src/portal/templates/${file}`, 'utf8').matchAll(/<%~(.*?)%>/g)].map((m) => m[1].trim());
+      const raw = [...readFileSync(`src/portal/templates/${file}`, 'utf8').matchAll(/<%~(.*?)%>/g)].map(([, expression = '']) => expression.trim());
       for (const use of raw) expect(use, file).to.match(/^(include\('\.\/\w+', it\)|it\.body)$/);
     }
   });

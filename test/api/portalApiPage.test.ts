@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -9,7 +11,7 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 function keyRow(page: PortalReply, id: number): string {
   const row = new RegExp(`<tr data-key-id="${id}"[^>]*>([\\s\\S]*?)</tr>`).exec(page.html);
   expect(row, `key ${id} is in the keys table`).to.not.equal(null);
-  return row![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+  return present(row?.[1], `the row of key ${id}`).replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
 describe('staff portal: the study\'s API page', () => {
@@ -27,7 +29,7 @@ describe('staff portal: the study\'s API page', () => {
     await addStaff(app.db.knex, 'noexport@sdx.test', { study: world.code, role: 'manager', canExport: false });
     manager = new PortalClient(app.baseUrl);
     expect((await manager.signIn('dana@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1955, enrolled_on: '2026-02-01' } });
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1955, enrolled_on: '2026-02-01' } });
     await giveConsent(app.db.knex, world.code, enrolled.body.subject);
   });
   after(() => app.close());
@@ -43,17 +45,18 @@ describe('staff portal: the study\'s API page', () => {
     expect(made.html).to.include('It will not be shown again').and.include('id="copy-key"').and.include('Key &quot;Hospital LIMS&quot; for sites 01');
     expect(made.headers.get('cache-control')).to.equal('no-store');
 
-    const design = await app.call('GET', `/api/v1/studies/${world.code}`, { key: value });
+    const design = await app.call<AnswerOf<'getStudyDesign', 200>>('GET', `/api/v1/studies/${world.code}`, { key: value });
     expect(design.status).to.equal(200);
-    expect(design.body.sites.map((s: { number: string }) => s.number)).to.deep.equal(['01']);
-    const records = await app.call('GET', `/api/v1/studies/${world.code}/patients?site=01`, { key: value });
+    expect(design.body.sites.map((s) => s.number)).to.deep.equal(['01']);
+    const records = await app.call<AnswerOf<'listPatients', 200>>('GET', `/api/v1/studies/${world.code}/patients?site=01`, { key: value });
     expect(records.status).to.equal(200);
     expect(records.body.patients).to.have.length(1);
 
-    const key = await app.db.knex('api_keys').where({ name: 'Hospital LIMS' }).first();
+    const key = present(await app.db.knex('api_keys').where({ name: 'Hospital LIMS' }).first<{ id: number } & Record<string, unknown> | undefined>(), 'the key made');
     expect(key).to.include({ can_read: true, can_write: true, can_enrol: true, term_days: 30, request_count: 2, rows_read: 1 });
     expect(JSON.stringify(key)).not.to.include(value!);
-    const audit = await app.db.knex('audit_events').where({ action: 'api_key.created' }).orderBy('id', 'desc').first();
+    const audit = present(await app.db.knex('audit_events').where({ action: 'api_key.created' }).orderBy('id', 'desc')
+      .first<{ details: Record<string, unknown> } & Record<string, unknown> | undefined>(), 'the audit row');
     expect(audit).to.include({ author: managerName, reason: 'Entered in the portal', actor_type: 'user' });
     expect(audit.details).to.include({ key_id: key.id, name: 'Hospital LIMS', read: true, write: true, enrol: true, term_days: 30 });
 
@@ -62,7 +65,7 @@ describe('staff portal: the study\'s API page', () => {
     const row = keyRow(after, key.id);
     expect(row).to.match(/^Hospital LIMS sdx_\w{6}… active read, write, enrol patients 01 Dana Manager/);
     expect(row).to.match(/ \d{4}-\d\d-\d\d \d\d:\d\d UTC 2 1 Revoke…$/);
-    const reads = /<table class="grid" id="reads">([\s\S]*?)<\/table>/.exec(after.html)![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+    const reads = present(/<table class="grid" id="reads">([\s\S]*?)<\/table>/.exec(after.html)?.[1], 'the reads table').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
     expect(reads).to.match(/\d\d:\d\d UTC Hospital LIMS GET \/api\/v1\/studies\/DEMO\/patients site=01 limit=500 1 $/);
   });
 
@@ -93,7 +96,7 @@ describe('staff portal: the study\'s API page', () => {
   it('revokes a key after a confirmation: the key then gets 401 and the revocation is audited', async () => {
     const made = await manager.post(`/p/${world.code}/api/keys`, { name: 'Short-lived', write: 'on', sites: ['01', '02'], term: '90' });
     const value = /id="key-value" readonly value="([^"]+)"/.exec(made.html)![1];
-    const { id } = await app.db.knex('api_keys').where({ name: 'Short-lived' }).first();
+    const { id } = present(await app.db.knex('api_keys').where({ name: 'Short-lived' }).first<{ id: number } | undefined>('id'), 'the key');
     const confirm = await manager.get(`/p/${world.code}/api/keys/${id}/revoke`);
     expect(confirm.status).to.equal(200);
     expect(confirm.html).to.include('Revoke key &quot;Short-lived&quot;').and.include('id="confirm-revoke"');
@@ -105,10 +108,11 @@ describe('staff portal: the study\'s API page', () => {
     const page = await manager.get(done.location!);
     expect(page.html).to.include(`Key ${id} is revoked`);
     expect(keyRow(page, id)).to.match(/ revoked /).and.not.match(/Revoke…/);
-    const refused = await app.call('GET', `/api/v1/studies/${world.code}`, { key: value });
+    const refused = await app.call<Problem>('GET', `/api/v1/studies/${world.code}`, { key: value });
     expect(refused.status).to.equal(401);
     expect(refused.body.code).to.equal('key_revoked');
-    const audit = await app.db.knex('audit_events').where({ action: 'api_key.revoked' }).first();
+    const audit = present(await app.db.knex('audit_events').where({ action: 'api_key.revoked' })
+      .first<{ details: Record<string, unknown> } & Record<string, unknown> | undefined>(), 'the audit row');
     expect(audit).to.include({ author: managerName, reason: 'Entered in the portal' });
     expect(audit.details).to.deep.equal({ key_id: id, name: 'Short-lived' });
 
@@ -131,7 +135,7 @@ describe('staff portal: the study\'s API page', () => {
     expect(off.status).to.equal(303);
     const page = await manager.get(`/p/${world.code}/api`);
     expect(page.html).to.include('The API is off').and.include('<button type="submit" id="api-switch">Turn the API on</button>').and.not.include('name="confirm"');
-    const refused = await app.call('GET', `/api/v1/studies/${world.code}`, { key: world.key });
+    const refused = await app.call<Problem>('GET', `/api/v1/studies/${world.code}`, { key: world.key });
     expect(refused.status).to.equal(403);
     expect(refused.body.code).to.equal('api_disabled');
     expect((await manager.post(`/p/${world.code}/api/switch`, { api: 'on' })).status).to.equal(303);

@@ -3,13 +3,15 @@ import { latestToday } from '../../src/domain/patients/enrolPatient.js';
 import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { sdx } from '../helpers/sdxCli.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
 /** The card's facts as text, where the consent state shows. */
 function facts(page: PortalReply): string {
-  return /<dl class="facts">([\s\S]*?)<\/dl>/.exec(page.html)![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+  return present(/<dl class="facts">([\s\S]*?)<\/dl>/.exec(page.html)?.[1], 'the facts').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
 /** The day after `latestToday()`: not yet begun anywhere on earth. */
@@ -28,14 +30,14 @@ describe('staff portal: consent on the patient card', () => {
   const card = () => `/p/${world.code}/s/${subject}`;
 
   async function enrol(site: string): Promise<string> {
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
     expect(res.status).to.equal(201);
     return res.body.subject;
   }
   const consents = async (s: string) => app.db.knex('consents as c').join('patients as p', 'p.id', 'c.patient_id').where('p.subject', s)
     .orderBy('c.id').select('c.given_on', 'c.withdrawn_on', 'c.data_use_withdrawn');
   /** Baseline vital signs on the enrolment day, inside the visit's window (days 0..+3). */
-  const sendVitals = (s: string) => app.call('POST', `/api/v1/studies/${world.code}/records`, {
+  const sendVitals = (s: string) => app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
     key: world.key, body: { records: [{ subject: s, visit: 'baseline', form: 'vs', values: { vsdate: '2026-03-01', sbp: '128', dbp: '80', hr: '64' } }] },
   });
 
@@ -54,7 +56,7 @@ describe('staff portal: consent on the patient card', () => {
   after(() => app.close());
 
   it('records consent given, with the person as the audit author, after which the patient\'s records load', async () => {
-    expect((await sendVitals(subject)).body.results[0].code).to.equal('consent_missing');
+    expect(at((await sendVitals(subject)).body.results, 0).code).to.equal('consent_missing');
     expect(facts(await staff.get(card()))).to.include('Consent none recorded');
     const res = await staff.post(`${card()}/consent`, { change: 'given', date: '2026-02-27' });
     expect(res.status).to.equal(303);
@@ -66,7 +68,7 @@ describe('staff portal: consent on the patient card', () => {
     expect(audit).to.deep.equal([{ author: 'Nina Nurse', actor_type: 'user', reason: 'Entered in the portal', details: { given_on: '2026-02-27' } }]);
     const sent = await sendVitals(subject);
     expect(sent.status).to.equal(200);
-    expect(sent.body.results[0].status).to.equal('ok');
+    expect(at(sent.body.results, 0).status).to.equal('ok');
   });
 
   it('records a withdrawal, then its extension to the use of the data, which hides the patient from reads', async () => {
@@ -76,7 +78,7 @@ describe('staff portal: consent on the patient card', () => {
     expect((await staff.post(`${card()}/consent`, { change: 'withdrawn_data_use', date: '2026-03-12' })).status).to.equal(303);
     expect(facts(await staff.get(card()))).to.include('Consent withdrawn on 2026-03-10 — the data may no longer be used');
     expect((await consents(subject)).at(-1)).to.deep.equal({ given_on: '2026-02-27', withdrawn_on: '2026-03-10', data_use_withdrawn: true });
-    const read = await app.call('GET', `/api/v1/studies/${world.code}/patients?subject=${subject}`, { key: world.key });
+    const read = await app.call<AnswerOf<'listPatients', 200>>('GET', `/api/v1/studies/${world.code}/patients?subject=${subject}`, { key: world.key });
     expect(read.body.patients.map((p: { subject: string }) => p.subject)).to.not.include(subject);
   });
 
@@ -130,7 +132,7 @@ describe('staff portal: consent on the patient card', () => {
     expect(await sdx('patient', 'consent', world.code, subject, '--given', '1960-06-01')).to.deep.equal({
       error: { code: 'consent_date_before_birth', message: `The consent date 1960-06-01 is before the birth year 1961 of patient "${subject}".`, errors: [] },
     });
-    expect((await sdx('patient', 'consent', world.code, subject, '--given', tomorrowEverywhere())).error.code).to.equal('consent_date_in_future');
+    expect((await sdx('patient', 'consent', world.code, subject, '--given', tomorrowEverywhere()) as { error: { code: string } }).error.code).to.equal('consent_date_in_future');
     expect(await consents(subject)).to.deep.equal([]);
   });
 

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -9,7 +11,7 @@ import { resetDatabase } from '../helpers/testDatabase.js';
 function section(page: PortalReply, id: string): string {
   const found = new RegExp(`<section id="${id}">([\\s\\S]*?)</section>`).exec(page.html);
   expect(found, `section ${id}`).to.not.equal(null);
-  return found![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+  return present(found?.[1], `section ${id}`).replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
 describe('staff portal: the patient card', () => {
@@ -27,10 +29,10 @@ describe('staff portal: the patient card', () => {
     await addStaff(app.db.knex, 'blinded@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Bea Blinded');
     await addStaff(app.db.knex, 'unblinded@sdx.test', { study: world.code, role: 'manager', unblinded: true }, 'Uma Unblinded');
     lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
-    const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-03-01' } });
     subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject, '2026-02-10');
-    const sent = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+    const sent = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
       key: lims,
       body: {
         records: [
@@ -50,7 +52,7 @@ describe('staff portal: the patient card', () => {
   it('shows the patient, the values of each visit\'s forms, with units, choice labels, not-done marks and table rows', async () => {
     const card = await staff.get(`/p/${world.code}/s/${subject}`);
     expect(card.status).to.equal(200);
-    const facts = /<dl class="facts">([\s\S]*?)<\/dl>/.exec(card.html)![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+    const facts = present(/<dl class="facts">([\s\S]*?)<\/dl>/.exec(card.html)?.[1], 'the facts').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
     expect(facts).to.equal('Site 01 City Hospital Sex female Year of birth 1961 Enrolled on 2026-03-01 Status enrolled Consent given on 2026-02-10');
     const forms = section(card, 'forms');
     expect(forms).to.include('Vital signs vs — complete');
@@ -86,13 +88,13 @@ describe('staff portal: the patient card', () => {
   });
 
   it('shows the audit trail in words: actions, choices with their labels, marks, statuses and table rows, not codes and JSON', async () => {
-    const update = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+    const update = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
       key: world.key, body: { records: [{ subject, visit: 'screening', form: 'dm', update: true, values: { sex: '2' } }] },
     });
-    expect(update.body.results[0].status).to.equal('ok');
+    expect(at(update.body.results, 0).status).to.equal('ok');
     const card = await staff.get(`/p/${world.code}/s/${subject}`);
     const rows = [...card.html.matchAll(/<tr data-action="([^"]+)">([\s\S]*?)<\/tr>/g)]
-      .map(([, action, row]) => [action, row.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim()]);
+      .map(([, action = '', row = '']): [string, string] => [action, row.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim()]);
     const row = (action: string, text: string) => rows.find(([a, r]) => a === action && r.includes(text))?.[1];
     expect(row('record.value_changed', 'sex'), 'a changed choice').to.contain('Value changed screening / dm sex 1 — Female 2 — Male');
     expect(row('record.value_set', ' rr '), 'a not-done mark').to.contain('screening / vs rr not done');

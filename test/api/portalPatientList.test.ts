@@ -6,9 +6,9 @@ import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
 /** The subjects listed on a study page, in order. */
-const subjectsOn = (html: string): string[] => [...html.matchAll(/<a href="\/p\/[^/]+\/s\/[^"]+">([^<]+)<\/a>/g)].map((m) => m[1]);
+const subjectsOn = (html: string): string[] => [...html.matchAll(/<a href="\/p\/[^/]+\/s\/[^"]+">([^<]+)<\/a>/g)].map(([, subject = '']) => subject);
 /** The address of a pager link, as a browser would follow it. */
-const link = (html: string, id: string): string | undefined => new RegExp(`<a href="([^"]+)" id="${id}">`).exec(html)?.[1].replaceAll('&amp;', '&');
+const link = (html: string, id: string): string | undefined => new RegExp(`<a href="([^"]+)" id="${id}">`).exec(html)?.[1]?.replaceAll('&amp;', '&');
 
 describe('staff portal: the study\'s patient list, searched and paged', () => {
   let app: TestApp;

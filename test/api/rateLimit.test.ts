@@ -3,11 +3,14 @@ import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
-interface Answer { status: number; headers: Headers; body: any }
+/** An answer of either process; its body is read only for a refusal's members, which a page lacks. */
+interface Answer { status: number; headers: Headers; body: Partial<Problem> }
 
 /**
  * A keyed GET on either process, its answer checked against the spec like every answer of the suite.
@@ -18,14 +21,14 @@ async function get(baseUrl: string, path: string, key: string, checked = true): 
   const response = await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } });
   const text = await response.text();
   const contentType = response.headers.get('content-type') ?? '';
-  const body = text && contentType.includes('json') ? JSON.parse(text) : text;
-  if (checked) await assertMatchesSpec(await operationOf('GET', path.split('?')[0]), response.status, contentType, body);
-  return { status: response.status, headers: response.headers, body };
+  const body: unknown = text && contentType.includes('json') ? JSON.parse(text) : text;
+  if (checked) await assertMatchesSpec(await operationOf('GET', at(path.split('?'), 0)), response.status, contentType, body);
+  return { status: response.status, headers: response.headers, body: body as Partial<Problem> };
 }
 
 /** Runs `count` calls, `width` at a time. */
 async function concurrently<T>(count: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
+  const results = new Array<T>(count);
   let next = 0;
   await Promise.all(Array.from({ length: width }, async () => {
     while (next < count) {
@@ -61,7 +64,7 @@ describe('rate limit and usage counters across service processes', () => {
     await resetDatabase(app.db.knex);
     world = await createStudyWorld(app.db.knex);
     for (const site of ['01', '02']) {
-      const enrolled = await app.call('POST', '/api/v1/studies/DEMO/patients', { key: world.key, body: { site, sex: 'male', birth_year: 1970, enrolled_on: '2026-02-01' } });
+      const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/DEMO/patients', { key: world.key, body: { site, sex: 'male', birth_year: 1970, enrolled_on: '2026-02-01' } });
       expect(enrolled.status).to.equal(201);
       await giveConsent(app.db.knex, 'DEMO', enrolled.body.subject);
     }
@@ -75,13 +78,13 @@ describe('rate limit and usage counters across service processes', () => {
     const bases = [app.baseUrl, second.baseUrl];
     // 601 one-row reads, 16 at a time, alternating between the two processes: a few seconds on an idle machine.
     const started = Date.now();
-    const answers = await concurrently(601, 16, (i) => get(bases[i % 2], '/api/v1/studies/DEMO/patients?limit=1', key, false));
+    const answers = await concurrently(601, 16, (i) => get(at(bases, i % 2), '/api/v1/studies/DEMO/patients?limit=1', key, false));
     // Not an assertion on time: only said when the counts fail, since the window is a minute from the first request.
     const took = `the 601 answers took ${Date.now() - started} ms`;
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 200), took).to.have.length(600);
     expect(statuses.filter((s) => s === 429), took).to.have.length(1);
-    const refused = answers.find((a) => a.status === 429)!;
+    const refused = present(answers.find((a) => a.status === 429), 'the refused answer');
     expect(refused.body).to.include({ code: 'rate_limited', status: 429 });
     expect(refused.body.detail).to.match(/^This API key made more than 600 requests in a minute; retry after \d+ s\.$/);
     const retryAfter = Number(refused.headers.get('retry-after'));
@@ -92,11 +95,11 @@ describe('rate limit and usage counters across service processes', () => {
     const remaining = answers.filter((a) => a.status === 200).map((a) => Number(a.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
     expect(remaining).to.deep.equal(Array.from({ length: 600 }, (_, i) => i));
 
-    const row = await app.db.knex('api_keys').where({ id }).first();
-    expect(row.request_count).to.equal(601);
-    expect(row.rows_read).to.equal(600);
-    expect(row.last_used_at).to.be.instanceOf(Date);
-    const logged = await app.db.knex('read_log').where({ api_key_id: id }).select(app.db.knex.raw('count(*)::int as n, sum(rows)::int as rows')).first();
+    const row = await app.db.knex('api_keys').where({ id }).first<{ request_count: number; rows_read: number; last_used_at: Date | null } | undefined>();
+    expect(row?.request_count).to.equal(601);
+    expect(row?.rows_read).to.equal(600);
+    expect(row?.last_used_at).to.be.instanceOf(Date);
+    const logged = await app.db.knex('read_log').where({ api_key_id: id }).select(app.db.knex.raw('count(*)::int as n, sum(rows)::int as rows')).first<{ n: number; rows: number } | undefined>();
     expect(logged).to.deep.equal({ n: 600, rows: 600 });
   });
 
@@ -132,7 +135,7 @@ describe('rate limit and usage counters across service processes', () => {
     const badFilter = await get(small.baseUrl, '/api/v1/studies/DEMO?colour=red', key);
     expect(badFilter.status).to.equal(400);
     expect(rateHeaders(badFilter)).to.include({ limit: '5', remaining: '2' });
-    expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(3);
+    expect((await app.db.knex('api_keys').where({ id }).first<{ request_count: number } | undefined>())?.request_count).to.equal(3);
   });
 
   it('counts a working key\'s call whose body is refused once read (not JSON), not one refused from its headers alone (415), nor one of no key', async () => {
@@ -142,7 +145,7 @@ describe('rate limit and usage counters across service processes', () => {
     });
     const notJson = await post('application/json', '{"records": [');
     expect(notJson.status).to.equal(422);
-    expect((await notJson.json()).code).to.equal('invalid_body');
+    expect((await notJson.json() as Problem).code).to.equal('invalid_body');
     const wrongType = await post('text/plain', 'records');
     expect(wrongType.status).to.equal(415);
     await wrongType.text();
@@ -151,7 +154,7 @@ describe('rate limit and usage counters across service processes', () => {
     expect(unknown.status).to.equal(401);
     expect(unknown.headers.get('connection')).to.equal('close');
     await unknown.text();
-    expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(1);
+    expect((await app.db.knex('api_keys').where({ id }).first<{ request_count: number } | undefined>())?.request_count).to.equal(1);
     expect(rateHeaders(await get(small.baseUrl, '/api/v1/studies/DEMO', key))).to.include({ limit: '5', remaining: '3' });
   });
 
@@ -162,7 +165,7 @@ describe('rate limit and usage counters across service processes', () => {
     expect(answers.map((a) => `${a.status} ${a.body.code}`)).to.deep.equal(new Array(8).fill('401 key_revoked'));
     for (const a of answers) expect(a.headers.get('ratelimit-limit')).to.equal(null);
     expect(await app.db.knex('rate_limits').where({ key: `key:${id}` }).first()).to.equal(undefined);
-    expect((await app.db.knex('api_keys').where({ id }).first()).request_count).to.equal(0);
+    expect((await app.db.knex('api_keys').where({ id }).first<{ request_count: number } | undefined>())?.request_count).to.equal(0);
   });
 
   it('counts over a sliding minute: a place frees up when the request that held it is a minute old, not before', async () => {
@@ -176,8 +179,8 @@ describe('rate limit and usage counters across service processes', () => {
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await get(small.baseUrl, '/api/v1/studies/DEMO', key));
     expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 429]);
-    expect(rateHeaders(answers[1])).to.include({ limit: '5', remaining: '0' });
+    expect(rateHeaders(at(answers, 1))).to.include({ limit: '5', remaining: '0' });
     // The next place frees up when the third of the first five is a minute old.
-    expect(rateHeaders(answers[1]).reset).to.be.within(58, 60);
+    expect(rateHeaders(at(answers, 1)).reset).to.be.within(58, 60);
   });
 });

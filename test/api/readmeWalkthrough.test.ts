@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { present } from '../helpers/only.js';
 import { sdx } from '../helpers/sdxCli.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { resetDatabase, testDatabase, testEnv } from '../helpers/testDatabase.js';
@@ -17,11 +19,18 @@ function walkthroughBlocks(readme: string): string[] {
   const end = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
   // Blocks inside the numbered steps are indented: the indentation goes, the commands stay as written.
-  return [...section.matchAll(/^( *)```sh\n([\s\S]*?)^ *```$/gm)].map(([, indent, body]) =>
+  return [...section.matchAll(/^( *)```sh\n([\s\S]*?)^ *```$/gm)].map(([, indent = '', body = '']) =>
     body.split('\n').map((line) => (line.startsWith(indent) ? line.slice(indent.length) : line)).join('\n').trimEnd());
 }
 
-interface Answer { status: number; body: any; etag: string | undefined }
+interface Answer<Body = unknown> { status: number; body: Body; etag: string | undefined }
+
+/** The walk-through's seven calls, in the order it makes them. */
+type WalkthroughAnswers = [
+  Answer<AnswerOf<'getStudyDesign', 200>>, Answer<AnswerOf<'createPatient', 201>>, Answer<AnswerOf<'submitFormRecords', 200>>,
+  Answer<AnswerOf<'listFormRecords', 200>>, Answer<AnswerOf<'listQueries', 200>>, Answer<AnswerOf<'listPatients', 200>>,
+  Answer<AnswerOf<'importFhirRecord', 201>>,
+];
 
 /**
  * The README's walk-through, run verbatim with bash against a service process started for it, with the
@@ -37,7 +46,7 @@ describe('README: the walk-through with curl runs as written', () => {
   before(async function () {
     this.timeout(120_000);
     await resetDatabase((await testDatabase()).knex);
-    ({ key } = await sdx('demo'));
+    ({ key } = await sdx('demo') as { key: string });
     service = await startServiceProcess({});
     out = await mkdtemp(path.join(os.tmpdir(), 'sdx-readme-'));
   });
@@ -48,7 +57,8 @@ describe('README: the walk-through with curl runs as written', () => {
 
   it('steps 1–5 give the answers the README describes', async function () {
     this.timeout(120_000);
-    const [variables, ...steps] = walkthroughBlocks(await readFile('README.md', 'utf8'));
+    const [settings, ...steps] = walkthroughBlocks(await readFile('README.md', 'utf8'));
+    const variables = present(settings, 'the walk-through\'s settings block');
     // The README's own settings, with the key of this run and the address of this service.
     expect(variables).to.match(/^KEY=sdx_… /m);
     const base = /^B=(\S+)/m.exec(variables)?.[1];
@@ -56,7 +66,7 @@ describe('README: the walk-through with curl runs as written', () => {
     const script = [
       'set -euo pipefail',
       `KEY='${key}'`,
-      `B='${base!.replace('http://localhost:8080', service.baseUrl)}'`,
+      `B='${present(base, 'the base address').replace('http://localhost:8080', service.baseUrl)}'`,
       'n=0',
       // Each answer's status, headers and body in files numbered in the order of the calls.
       'curl() { n=$((n + 1)); command curl -sS -D "$OUT/$n.headers" -o "$OUT/$n.body" -w \'%{http_code}\' "$@" > "$OUT/$n.status"; }',
@@ -71,9 +81,10 @@ describe('README: the walk-through with curl runs as written', () => {
     for (let n = 1; n <= 7; n++) {
       const text = await readFile(path.join(out, `${n}.body`), 'utf8');
       const headers = await readFile(path.join(out, `${n}.headers`), 'utf8');
-      answers.push({ status: Number(await readFile(path.join(out, `${n}.status`), 'utf8')), body: JSON.parse(text), etag: /^etag: (.+?)\r?$/im.exec(headers)?.[1] });
+      answers.push({ status: Number(await readFile(path.join(out, `${n}.status`), 'utf8')), body: JSON.parse(text) as unknown, etag: /^etag: (.+?)\r?$/im.exec(headers)?.[1] });
     }
-    const [design, enrolment, records, recordsPage, queries, patients, fhir] = answers;
+    // The body types are the contract's for each step; the statuses below say whether each step got that answer.
+    const [design, enrolment, records, recordsPage, queries, patients, fhir] = answers as WalkthroughAnswers;
 
     expect(design.status, 'step 1: the study design').to.equal(200);
     expect(design.body.study.code).to.equal('DEMO');
@@ -83,17 +94,17 @@ describe('README: the walk-through with curl runs as written', () => {
     expect(enrolment.body.subject, 'step 2: the site\'s first number, as the consent line and later steps use').to.equal('01-001');
 
     expect(records.status, 'step 3: visit forms').to.equal(200);
-    expect(records.body.results.map((r: any) => [r.status, r.code]), 'step 3: 232 is out of range, the record is saved with a query')
+    expect(records.body.results.map((r) => [r.status, r.code]), 'step 3: 232 is out of range, the record is saved with a query')
       .to.deep.equal([['warn', 'saved_with_queries']]);
 
     expect(recordsPage.status).to.equal(200);
-    expect(recordsPage.body.records.map((r: any) => [r.subject, r.visit, r.form, r.values.sbp]), 'step 4: the record reads back')
+    expect(recordsPage.body.records.map((r) => [r.subject, r.visit, r.form, r.values.sbp]), 'step 4: the record reads back')
       .to.deep.equal([['01-001', 'screening', 'vs', '232']]);
     expect(queries.status).to.equal(200);
-    expect(queries.body.queries.map((q: any) => [q.subject, q.field, q.origin]), 'step 4: the automatic query is open')
+    expect(queries.body.queries.map((q) => [q.subject, q.field, q.origin]), 'step 4: the automatic query is open')
       .to.deep.equal([['01-001', 'sbp', 'range']]);
     expect(patients.status).to.equal(200);
-    expect(patients.body.patients.map((p: any) => p.subject), 'step 4: the patient is in the incremental load').to.deep.equal(['01-001']);
+    expect(patients.body.patients.map((p) => p.subject), 'step 4: the patient is in the incremental load').to.deep.equal(['01-001']);
 
     expect(fhir.status, `step 5: the FHIR record (${JSON.stringify(fhir.body)})`).to.equal(201);
     expect([fhir.body.mode, fhir.body.status, fhir.body.counts.values], 'step 5: six values proposed for review').to.deep.equal(['review', 'proposed', 6]);

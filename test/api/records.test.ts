@@ -4,6 +4,8 @@ import { submitRecords } from '../../src/domain/records/submitRecords.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, only, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -13,13 +15,25 @@ import { resetDatabase } from '../helpers/testDatabase.js';
  * one 500-record request that mixes every kind of result.
  */
 
-type Row = Record<string, any>;
 type Rec = Record<string, unknown>;
+type RecordsResult = AnswerOf<'submitFormRecords', 200>;
+type RecordResult = RecordsResult['results'][number];
+/** A saved form instance as the database holds it, with its site's number. */
+interface SavedRow { id: number; status: string; source: string; values: Record<string, string>; not_done: Record<string, string>; tables: Rec; site: string }
+interface AuditRow { action: string; field_code: string | null; old_value: string | null; new_value: string | null; author: string; reason: string | null }
+interface QueryRow { field_code: string; origin: string; check_code: string | null; status: string; message: string; opened_by: string; site: string }
 
 const ENROLLED_ON = '2026-01-24';
+type Visit = 'screening' | 'baseline' | 'week4' | 'week12' | 'unscheduled';
 /** A vital-signs date inside each visit's window for a patient enrolled on ENROLLED_ON: any other opens a query (issue 19.7). */
-const VISIT_DAY: Record<string, string> = { screening: '2026-01-10', baseline: '2026-01-24', week4: '2026-02-21', week12: '2026-04-18', unscheduled: '2026-01-10' };
-const vitals = (over: Record<string, string> = {}, visit = 'screening') => ({ vsdate: VISIT_DAY[visit]!, sbp: '120', dbp: '80', hr: '70', ...over });
+const VISIT_DAY: Record<Visit, string> = { screening: '2026-01-10', baseline: '2026-01-24', week4: '2026-02-21', week12: '2026-04-18', unscheduled: '2026-01-10' };
+const vitals = (over: Record<string, string> = {}, visit: Visit = 'screening') => ({ vsdate: VISIT_DAY[visit], sbp: '120', dbp: '80', hr: '70', ...over });
+
+/** The id a result names (of the saved record, or of the existing one for a skip), failing when it names none. */
+function recordIdOf(result: RecordResult | undefined): number {
+  if (typeof result?.record_id !== 'number') throw new Error(`expected a record id in ${JSON.stringify(result)}`);
+  return result.record_id;
+}
 
 /** A study with every field type the design format has (the demo lacks time, multiple choice and numeric columns). */
 const typesDesign = () => demoDesign('TYPES', (d) => {
@@ -49,7 +63,7 @@ const typesDesign = () => demoDesign('TYPES', (d) => {
       },
     ],
   });
-  d.visits[0].forms.push('misc');
+  at(d.visits, 0).forms.push('misc');
 });
 
 describe('submitFormRecords', () => {
@@ -61,20 +75,21 @@ describe('submitFormRecords', () => {
   let readOnlyKey: string;
   let patientNo = 0;
 
-  const submit = (records: Rec[], options: { key?: string; query?: string; code?: string } = {}) =>
-    app.call('POST', `/api/v1/studies/${options.code ?? world.code}/records${options.query ?? ''}`, { key: options.key ?? world.key, body: { records } });
+  /** Sends records; the answer's body is the results unless the test names a refusal's type (`submit<Problem>`). */
+  const submit = <Body = RecordsResult>(records: Rec[], options: { key?: string; query?: string; code?: string } = {}) =>
+    app.call<Body>('POST', `/api/v1/studies/${options.code ?? world.code}/records${options.query ?? ''}`, { key: options.key ?? world.key, body: { records } });
   const knex = () => app.db.knex;
-  const count = async (table: string) => Number((await knex()(table).count({ n: '*' }))[0].n);
+  const count = async (table: string) => Number(only(await knex()(table).count({ n: '*' })).n);
   /** What a write may leave behind: records, queries and the audit rows of records and queries. */
   const totals = async () => ({
     records: await count('records'), queries: await count('queries'),
-    audit: Number((await knex()('audit_events').where('action', 'like', 'record.%').orWhere('action', 'like', 'query.%').count({ n: '*' }))[0].n),
+    audit: Number(only(await knex()('audit_events').where('action', 'like', 'record.%').orWhere('action', 'like', 'query.%').count({ n: '*' })).n),
   });
 
   /** Enrols a patient through the API and, unless told otherwise, records a consent. */
   async function newPatient(site = '01', options: { consent?: boolean; code?: string; key?: string } = {}): Promise<string> {
     const subject = `${site}-T${String(++patientNo).padStart(4, '0')}`;
-    const res = await app.call('POST', `/api/v1/studies/${options.code ?? world.code}/patients`, {
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${options.code ?? world.code}/patients`, {
       key: options.key ?? world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: ENROLLED_ON, subject },
     });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -83,18 +98,21 @@ describe('submitFormRecords', () => {
   }
 
   /** The saved form instance, with its site, or undefined. */
-  async function recordAt(subject: string, visit: string, form: string, instance = 1): Promise<Row | undefined> {
+  async function recordAt(subject: string, visit: string, form: string, instance = 1): Promise<SavedRow | undefined> {
     return knex()('records as r')
       .join('patients as p', 'p.id', 'r.patient_id').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
       .join('sites as s', 's.id', 'r.site_id')
       .where({ 'p.subject': subject, 'v.code': visit, 'f.code': form, 'r.instance': instance })
-      .first('r.id', 'r.status', 'r.source', 'r.values', 'r.not_done', 'r.tables', 's.number as site');
+      .first<SavedRow | undefined>('r.id', 'r.status', 'r.source', 'r.values', 'r.not_done', 'r.tables', 's.number as site');
   }
 
+  /** The saved form instance, failing the test when there is none. */
+  const savedAt = async (...place: Parameters<typeof recordAt>) => present(await recordAt(...place), `a record at ${place.join(' ')}`);
+
   const auditOf = (recordId: number) => knex()('audit_events').where({ record_id: recordId }).orderBy('id')
-    .select('action', 'field_code', 'old_value', 'new_value', 'author', 'reason');
+    .select<AuditRow[]>('action', 'field_code', 'old_value', 'new_value', 'author', 'reason');
   const queriesOf = (recordId: number) => knex()('queries as q').join('sites as s', 's.id', 'q.site_id').where({ record_id: recordId }).orderBy('q.id')
-    .select('q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by', 's.number as site');
+    .select<QueryRow[]>('q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by', 's.number as site');
 
   before(async () => {
     app = await startTestApp();
@@ -113,19 +131,19 @@ describe('submitFormRecords', () => {
       const subject = await newPatient('02');
       const res = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ temp: '36.6' }) }]);
       expect(res.status).to.equal(200);
-      const saved = await recordAt(subject, 'screening', 'vs');
+      const saved = await savedAt(subject, 'screening', 'vs');
       expect(res.body).to.deep.equal({
-        results: [{ index: 0, status: 'ok', code: 'saved', message: 'Saved.', record_id: saved!.id, queries_opened: 0, errors: [] }],
+        results: [{ index: 0, status: 'ok', code: 'saved', message: 'Saved.', record_id: saved.id, queries_opened: 0, errors: [] }],
         counts: { ok: 1, warn: 0, skip: 0, error: 0 },
       });
       expect(saved).to.deep.include({ status: 'complete', source: 'api', site: '02', values: vitals({ temp: '36.6' }), not_done: {}, tables: {} });
-      const audit = await auditOf(saved!.id);
-      expect(audit.map((a: Row) => [a.action, a.field_code, a.old_value, a.new_value])).to.deep.equal([
+      const audit = await auditOf(saved.id);
+      expect(audit.map((a) => [a.action, a.field_code, a.old_value, a.new_value])).to.deep.equal([
         ['record.value_set', 'dbp', null, '80'], ['record.value_set', 'hr', null, '70'], ['record.value_set', 'sbp', null, '120'],
         ['record.value_set', 'temp', null, '36.6'], ['record.value_set', 'vsdate', null, '2026-01-10'],
       ]);
       for (const a of audit) expect(a).to.deep.include({ author: 'Test system (API)', reason: 'Data sent through the API key "Test system"' });
-      expect(await queriesOf(saved!.id)).to.deep.equal([]);
+      expect(await queriesOf(saved.id)).to.deep.equal([]);
     });
 
     it('defaults status to complete and instance to 1, and saves a draft as warn/saved_as_draft', async () => {
@@ -134,7 +152,7 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', values: vitals() },
         { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { vsdate: '2026-01-24', sbp: '118' } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.message, r.queries_opened])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.message, r.queries_opened])).to.deep.equal([
         ['ok', 'saved', 'Saved.', 0], ['warn', 'saved_as_draft', 'Saved as a draft.', 0],
       ]);
       expect(res.body.counts).to.deep.equal({ ok: 1, warn: 1, skip: 0, error: 0 });
@@ -164,7 +182,7 @@ describe('submitFormRecords', () => {
         values: { n_int: '7.5', n_dec: '2.505', d_date: '2026-02-30', t_time: '8:05', c_one: 'c', c_many: '1,4', yn: 'true', note: 'bad\u0000byte' },
         tables: { doses: [{ amount: '1,5' }, { at: '25:00' }] },
       }], { code: types.code, key: types.key });
-      const [result] = res.body.results;
+      const result = only(res.body.results);
       expect(result).to.deep.include({ status: 'error', code: 'invalid_value', message: 'Some values do not fit their fields; nothing was saved.', record_id: null, queries_opened: 0 });
       expect(result.errors).to.deep.equal([
         { field: 'n_int', code: 'invalid_format', message: 'Not a valid integer value.' },
@@ -190,13 +208,13 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'cm', tables: { drugs: [{ name: 'A' }] } },
         { subject, visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Asthma', icd: 'J45' }] } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.errors.map((e: Row) => [e.field, e.code, e.message])])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.errors.map((e) => [e.field, e.code, e.message])])).to.deep.equal([
         ['error', 'unknown_field', [['pulse', 'unknown_field', 'No such field on this form.']]],
         ['error', 'unknown_field', [['spo2', 'unknown_field', 'No such field on this form.']]],
         ['error', 'unknown_field', [['drugs', 'unknown_field', 'No such field on this form.']]],
         ['error', 'unknown_field', [['conditions[0].icd', 'unknown_field', 'No such field on this form.']]],
       ]);
-      expect(res.body.results[0].message).to.equal('The record names fields that are not on the form; nothing was saved.');
+      expect(at(res.body.results, 0).message).to.equal('The record names fields that are not on the form; nothing was saved.');
       expect(await recordAt(subject, 'screening', 'vs')).to.equal(undefined);
     });
 
@@ -208,13 +226,13 @@ describe('submitFormRecords', () => {
         { subject, visit: 'week4', form: 'vs', values: vitals({ temp: '36.6' }, 'week4'), not_done: { temp: 'ND' } },
         { subject, visit: 'week12', form: 'vs', status: 'draft', values: { vsdate: '2026-04-18', sbp: '120' } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.errors.map((e: Row) => `${e.field}:${e.code}`)])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.errors.map((e) => `${e.field}:${e.code}`)])).to.deep.equal([
         ['ok', 'saved', []],
         ['error', 'invalid_value', ['dbp:required', 'hr:required']],
         ['error', 'invalid_value', ['temp:value_and_mark']],
         ['warn', 'saved_as_draft', []],
       ]);
-      expect(res.body.results[2].errors[0].message).to.equal('A field cannot have both a value and a not-done mark.');
+      expect(at(at(res.body.results, 2).errors, 0).message).to.equal('A field cannot have both a value and a not-done mark.');
       expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ values: { vsdate: '2026-01-10', sbp: '120', dbp: '80' }, not_done: { hr: 'ND', temp: 'UNK', rr: 'NA' } });
     });
 
@@ -226,13 +244,13 @@ describe('submitFormRecords', () => {
         { subject, visit: 'week4', form: 'ae', tables: { events: [{ term: 'Headache', onset: '2026-02-01', severity: 'mild' }] } },
         { subject, visit: 'week12', form: 'ae', status: 'draft', tables: { events: [{ term: 'Headache' }] } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.errors.map((e: Row) => `${e.field}:${e.code}`)])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.errors.map((e) => `${e.field}:${e.code}`)])).to.deep.equal([
         ['ok', 'saved', []],
         ['error', 'invalid_value', ['events[0].serious:required']],
         ['warn', 'saved_as_draft', []],
       ]);
-      expect((await recordAt(subject, 'screening', 'mh'))!.tables).to.deep.equal({ conditions: rows });
-      expect((await recordAt(subject, 'week12', 'ae'))!.tables).to.deep.equal({ events: [{ term: 'Headache' }] });
+      expect((await savedAt(subject, 'screening', 'mh')).tables).to.deep.equal({ conditions: rows });
+      expect((await savedAt(subject, 'week12', 'ae')).tables).to.deep.equal({ events: [{ term: 'Headache' }] });
     });
 
     it('addresses occurrences of a repeating visit by instance; refuses instance > 1 elsewhere and a form not planned at the visit', async () => {
@@ -243,14 +261,14 @@ describe('submitFormRecords', () => {
         { subject, visit: 'baseline', form: 'vs', instance: 2, values: vitals({}, 'baseline') },
         { subject, visit: 'week4', form: 'dm', values: { sex: '1', height: '170', weight: '70' } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.message])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.message])).to.deep.equal([
         ['ok', 'saved', 'Saved.'],
         ['ok', 'saved', 'Saved.'],
         ['error', 'invalid_instance', 'Visit "baseline" does not repeat; instance must be 1.'],
         ['error', 'form_not_in_visit', 'Form "dm" is not planned at visit "week4".'],
       ]);
-      expect((await recordAt(subject, 'unscheduled', 'vs', 2))!.values.sbp).to.equal('122');
-      expect((await recordAt(subject, 'unscheduled', 'vs', 1))!.values.sbp).to.equal('121');
+      expect((await savedAt(subject, 'unscheduled', 'vs', 2)).values.sbp).to.equal('122');
+      expect((await savedAt(subject, 'unscheduled', 'vs', 1)).values.sbp).to.equal('121');
     });
   });
 
@@ -261,17 +279,17 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232' }) },
         { subject, visit: 'baseline', form: 'vs', values: vitals({ sbp: '232', hr: '25' }, 'baseline') },
       ]);
-      const [one, two] = res.body.results;
+      const [one, two] = [at(res.body.results, 0), at(res.body.results, 1)];
       expect(one).to.deep.include({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', queries_opened: 1 });
       expect(one.errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
       expect(two).to.deep.include({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 2 automatic queries opened.', queries_opened: 2 });
-      expect(two.errors.map((e: Row) => e.message)).to.deep.equal(['Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].', 'Value 25 /min is below the expected minimum 30 /min.']);
-      expect((await recordAt(subject, 'screening', 'vs'))!.values.sbp).to.equal('232');
-      expect(await queriesOf(one.record_id)).to.deep.equal([
+      expect(two.errors.map((e) => e.message)).to.deep.equal(['Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].', 'Value 25 /min is below the expected minimum 30 /min.']);
+      expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal('232');
+      expect(await queriesOf(recordIdOf(one))).to.deep.equal([
         { field_code: 'sbp', origin: 'range', check_code: null, status: 'open', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg]', opened_by: 'Test system (API)', site: '02' },
       ]);
-      expect((await queriesOf(two.record_id)).map((q: Row) => [q.field_code, q.site])).to.deep.equal([['sbp', '02'], ['hr', '02']]);
-      const opened = (await auditOf(one.record_id)).filter((a: Row) => a.action === 'query.opened');
+      expect((await queriesOf(recordIdOf(two))).map((q) => [q.field_code, q.site])).to.deep.equal([['sbp', '02'], ['hr', '02']]);
+      const opened = (await auditOf(recordIdOf(one))).filter((a) => a.action === 'query.opened');
       expect(opened).to.have.length(1);
       expect(opened[0]).to.deep.include({ field_code: 'sbp', author: 'Test system (API)' });
     });
@@ -290,17 +308,17 @@ describe('submitFormRecords', () => {
         subject, visit: 'screening', form: 'misc',
         tables: { a_table_code_of_thirty_two_chars: [{ a_column_code_of_thirty_two_char: '5' }, { a_column_code_of_thirty_two_char: '12' }] },
       }], { code: types.code, key: types.key });
-      const [result] = res.body.results;
+      const result = only(res.body.results);
       expect(result).to.deep.include({ status: 'warn', code: 'saved_with_queries', queries_opened: 1 });
       expect(result.errors).to.deep.equal([{ field: cell, code: 'out_of_range', message: 'Value 12 is above the expected maximum 9.' }]);
-      expect((await queriesOf(result.record_id)).map((q: Row) => [q.field_code, q.origin, q.status, q.site])).to.deep.equal([[cell, 'range', 'open', '02']]);
-      expect((await auditOf(result.record_id)).filter((a: Row) => a.action === 'query.opened').map((a: Row) => a.field_code)).to.deep.equal([cell]);
+      expect((await queriesOf(recordIdOf(result))).map((q) => [q.field_code, q.origin, q.status, q.site])).to.deep.equal([[cell, 'range', 'open', '02']]);
+      expect((await auditOf(recordIdOf(result))).filter((a) => a.action === 'query.opened').map((a) => a.field_code)).to.deep.equal([cell]);
       const corrected = await submit([{
         subject, visit: 'screening', form: 'misc', update: true,
         tables: { a_table_code_of_thirty_two_chars: [{ a_column_code_of_thirty_two_char: '5' }, { a_column_code_of_thirty_two_char: '8' }] },
       }], { code: types.code, key: types.key });
       expect(corrected.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
-      expect((await queriesOf(result.record_id)).map((q: Row) => q.status)).to.deep.equal(['closed']);
+      expect((await queriesOf(recordIdOf(result))).map((q) => q.status)).to.deep.equal(['closed']);
     });
 
     it('runs the design\'s edit checks: a query check saves and opens a query, a reject check refuses the record', async () => {
@@ -310,18 +328,18 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'lab_hem', values: { hgb: '14.0', wbc: '6.1', plt: '250', hct: '70.0' } },
         { subject, visit: 'baseline', form: 'vs', status: 'draft', values: { sbp: '120', dbp: '80' } },
       ]);
-      const [dbp, hct, reject] = res.body.results;
+      const [dbp, hct, reject] = [at(res.body.results, 0), at(res.body.results, 1), at(res.body.results, 2)];
       expect(dbp).to.deep.include({ status: 'warn', code: 'saved_with_queries', queries_opened: 1 });
       expect(dbp.errors).to.deep.equal([{ field: 'dbp', code: 'edit_check:dbp_below_sbp', message: 'Diastolic pressure must be below systolic pressure' }]);
       expect(hct.errors).to.deep.equal([{ field: 'hct', code: 'edit_check:hct_plausible_for_hgb', message: 'Haematocrit is implausible for the haemoglobin (expected about three times the haemoglobin in g/dL)' }]);
       expect(reject).to.deep.include({ status: 'error', code: 'edit_check_failed', message: 'An edit check refused the record; nothing was saved.', record_id: null });
       expect(reject.errors).to.deep.equal([{ field: 'vsdate', code: 'edit_check:vsdate_with_values', message: 'Enter the date of the measurements' }]);
-      expect(await queriesOf(dbp.record_id)).to.deep.equal([
+      expect(await queriesOf(recordIdOf(dbp))).to.deep.equal([
         { field_code: 'dbp', origin: 'edit_check', check_code: 'dbp_below_sbp', status: 'open', message: 'Diastolic pressure must be below systolic pressure', opened_by: 'Test system (API)', site: '01' },
       ]);
       expect(await recordAt(subject, 'baseline', 'vs')).to.equal(undefined);
       const ru = await submit([{ subject, visit: 'week4', form: 'vs', status: 'draft', values: { hr: '70' } }], { query: '?lang=ru' });
-      expect(ru.body.results[0].errors).to.deep.equal([{ field: 'vsdate', code: 'edit_check:vsdate_with_values', message: 'Укажите дату измерений' }]);
+      expect(at(ru.body.results, 0).errors).to.deep.equal([{ field: 'vsdate', code: 'edit_check:vsdate_with_values', message: 'Укажите дату измерений' }]);
     });
   });
 
@@ -337,25 +355,25 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '150' }) },
         { subject, visit: 'baseline', form: 'vs', values: vitals({}, 'baseline') },
       ]);
-      expect(again.body.results.map((r: Row) => [r.status, r.code, r.message, r.record_id])).to.deep.equal([
-        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', first.body.results[0].record_id],
-        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', first.body.results[1].record_id],
+      expect(again.body.results.map((r) => [r.status, r.code, r.message, r.record_id])).to.deep.equal([
+        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', at(first.body.results, 0).record_id],
+        ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', at(first.body.results, 1).record_id],
       ]);
       expect(again.body.counts).to.deep.equal({ ok: 0, warn: 0, skip: 2, error: 0 });
       expect(await totals()).to.deep.equal(before);
-      expect((await recordAt(subject, 'screening', 'vs'))!.values.sbp).to.equal('120');
+      expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal('120');
     });
 
     it('with update, replaces only the fields sent and audits each changed value with old and new, and no unchanged one', async () => {
       const subject = await newPatient();
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ temp: '36.6', weight: '80.0' }), not_done: { rr: 'ND' } }]);
-      const id = first.body.results[0].record_id;
+      const id = recordIdOf(first.body.results[0]);
       const auditBefore = (await auditOf(id)).length;
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '125', dbp: '80', temp: '', rr: '16' } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
       expect(await recordAt(subject, 'screening', 'vs')).to.deep.include({ values: { vsdate: '2026-01-10', sbp: '125', dbp: '80', hr: '70', weight: '80.0', rr: '16' }, not_done: {} });
       const changed = (await auditOf(id)).slice(auditBefore);
-      expect(changed.map((a: Row) => [a.action, a.field_code, a.old_value, a.new_value, a.author])).to.deep.equal([
+      expect(changed.map((a) => [a.action, a.field_code, a.old_value, a.new_value, a.author])).to.deep.equal([
         ['record.value_changed', 'rr', '[ND]', '16', 'Test system (API)'],
         ['record.value_changed', 'sbp', '120', '125', 'Test system (API)'],
         ['record.value_changed', 'temp', '36.6', null, 'Test system (API)'],
@@ -367,13 +385,13 @@ describe('submitFormRecords', () => {
       await submit([{ subject, visit: 'screening', form: 'cm', status: 'draft', tables: { medications: [{ name: 'Aspirin' }, { name: 'Ramipril' }] } }]);
       const res = await submit([{ subject, visit: 'screening', form: 'cm', update: true, tables: { medications: [{ name: 'Metformin', dose: '500 mg bid' }] } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
-      const saved = await recordAt(subject, 'screening', 'cm');
+      const saved = await savedAt(subject, 'screening', 'cm');
       expect(saved).to.deep.include({ status: 'complete', tables: { medications: [{ name: 'Metformin', dose: '500 mg bid' }] } });
-      const audit = await auditOf(saved!.id);
-      expect(audit.filter((a: Row) => a.action === 'record.value_changed').map((a: Row) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([
+      const audit = await auditOf(saved.id);
+      expect(audit.filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value])).to.deep.equal([
         ['medications', '[{"name":"Aspirin"},{"name":"Ramipril"}]', '[{"name":"Metformin","dose":"500 mg bid"}]'],
       ]);
-      expect(audit.filter((a: Row) => a.action === 'record.status_changed').map((a: Row) => a.new_value)).to.deep.equal(['complete']);
+      expect(audit.filter((a) => a.action === 'record.status_changed').map((a) => a.new_value)).to.deep.equal(['complete']);
     });
 
     it('answers ok/unchanged to an update that changes nothing, and writes nothing', async () => {
@@ -382,7 +400,7 @@ describe('submitFormRecords', () => {
       const before = await totals();
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '120', hr: '070' } }]);
       expect(res.body.results[0]).to.deep.equal({
-        index: 0, status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', record_id: first.body.results[0].record_id, queries_opened: 0, errors: [],
+        index: 0, status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', record_id: at(first.body.results, 0).record_id, queries_opened: 0, errors: [],
       });
       expect(await totals()).to.deep.equal(before);
     });
@@ -391,8 +409,8 @@ describe('submitFormRecords', () => {
       const subject = await newPatient('01', { code: types.code, key: types.key, consent: false });
       const options = { code: types.code, key: types.key };
       const first = await submit([{ subject, visit: 'screening', form: 'misc', values: { n_dec: '004.70' } }], options);
-      const id = first.body.results[0].record_id;
-      const read = async () => (await app.call('GET', `/api/v1/studies/${types.code}/records?subject=${subject}`, { key: types.key })).body.records[0].values;
+      const id = recordIdOf(first.body.results[0]);
+      const read = async () => only((await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${types.code}/records?subject=${subject}`, { key: types.key })).body.records).values;
       expect(await read()).to.deep.equal({ n_dec: '4.70' });
       const same = await submit([{ subject, visit: 'screening', form: 'misc', update: true, values: { n_dec: ' 4.70' } }], options);
       expect(same.body.results[0]).to.deep.include({ status: 'ok', code: 'unchanged' });
@@ -400,34 +418,34 @@ describe('submitFormRecords', () => {
       const coarser = await submit([{ subject, visit: 'screening', form: 'misc', update: true, values: { n_dec: '4.7' } }], options);
       expect(coarser.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
       expect(await read()).to.deep.equal({ n_dec: '4.7' });
-      expect((await auditOf(id)).filter((a: Row) => a.action === 'record.value_changed').map((a: Row) => [a.field_code, a.old_value, a.new_value]))
+      expect((await auditOf(id)).filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value]))
         .to.deep.equal([['n_dec', '4.70', '4.7']]);
     });
 
     it('closes the automatic queries whose cause an update corrects, and keeps the others open', async () => {
       const subject = await newPatient('02');
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232', hr: '25' }) }]);
-      const id = first.body.results[0].record_id;
+      const id = recordIdOf(first.body.results[0]);
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '140' } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', queries_opened: 0 });
-      expect((await queriesOf(id)).map((q: Row) => [q.field_code, q.status])).to.deep.equal([['sbp', 'closed'], ['hr', 'open']]);
-      const closed = (await auditOf(id)).filter((a: Row) => a.action === 'query.closed');
-      expect(closed.map((a: Row) => [a.field_code, a.author])).to.deep.equal([['sbp', 'Test system (API)']]);
+      expect((await queriesOf(id)).map((q) => [q.field_code, q.status])).to.deep.equal([['sbp', 'closed'], ['hr', 'open']]);
+      const closed = (await auditOf(id)).filter((a) => a.action === 'query.closed');
+      expect(closed.map((a) => [a.field_code, a.author])).to.deep.equal([['sbp', 'Test system (API)']]);
       const still = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { hr: '24' } }]);
       expect(still.body.results[0]).to.deep.include({ status: 'ok', queries_opened: 0 });
-      expect((await queriesOf(id)).filter((q: Row) => q.status === 'open')).to.have.length(1);
+      expect((await queriesOf(id)).filter((q) => q.status === 'open')).to.have.length(1);
     });
 
     it('queries a new out-of-range value again after the site closed the first query, but not an unrelated change', async () => {
       const subject = await newPatient();
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232' }) }]);
-      const id = first.body.results[0].record_id;
+      const id = recordIdOf(first.body.results[0]);
       await knex()('queries').where({ record_id: id }).update({ status: 'closed', closed_at: knex().fn.now() });
       const unrelated = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { hr: '72' } }]);
       expect(unrelated.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', queries_opened: 0 });
       const changed = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '240' } }]);
       expect(changed.body.results[0]).to.deep.include({ status: 'warn', code: 'saved_with_queries', queries_opened: 1, message: 'Saved; 1 automatic query opened.' });
-      expect((await queriesOf(id)).map((q: Row) => [q.status, q.message])).to.deep.equal([
+      expect((await queriesOf(id)).map((q) => [q.status, q.message])).to.deep.equal([
         ['closed', 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg]'],
         ['open', 'Value 240 mm[Hg] is above the expected maximum 220 mm[Hg]'],
       ]);
@@ -436,25 +454,25 @@ describe('submitFormRecords', () => {
     it('closes an answered automatic query too when an update corrects its cause', async () => {
       const subject = await newPatient();
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '120', dbp: '125' }) }]);
-      const id = first.body.results[0].record_id;
+      const id = recordIdOf(first.body.results[0]);
       await knex()('queries').where({ record_id: id }).update({ status: 'answered' });
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { dbp: '85' } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
-      expect((await queriesOf(id)).map((q: Row) => [q.check_code, q.status])).to.deep.equal([['dbp_below_sbp', 'closed']]);
+      expect((await queriesOf(id)).map((q) => [q.check_code, q.status])).to.deep.equal([['dbp_below_sbp', 'closed']]);
     });
 
     it('keeps the source of a record\'s first save when the API updates it', async () => {
       const subject = await newPatient();
-      const study = (await inTransaction(knex(), (s) => s.studies.findByCode(world.code)))!;
-      const siteIds = (await knex()('sites').where({ study_id: study.id }).select('id')).map((r: Row) => r.id);
+      const study = present(await inTransaction(knex(), (s) => s.studies.findByCode(world.code)), 'the study');
+      const siteIds = await knex()('sites').where({ study_id: study.id }).pluck<number[]>('id');
       const nurse = { kind: 'user' as const, userId: 1, name: 'Site nurse', via: 'portal' as const };
       await inTransaction(knex(), (s) => submitRecords(s, nurse, { siteIds, unblinded: false }, study,
         [{ subject, visit: 'screening', form: 'vs', values: vitals() }], { validateOnly: false, source: 'portal' }));
       const res = await submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '126' } }]);
       expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved' });
-      const saved = await recordAt(subject, 'screening', 'vs');
+      const saved = await savedAt(subject, 'screening', 'vs');
       expect(saved).to.deep.include({ source: 'portal' });
-      expect((await auditOf(saved!.id)).map((a: Row) => [a.action, a.field_code, a.author])).to.deep.equal([
+      expect((await auditOf(saved.id)).map((a) => [a.action, a.field_code, a.author])).to.deep.equal([
         ['record.value_set', 'dbp', 'Site nurse'], ['record.value_set', 'hr', 'Site nurse'], ['record.value_set', 'sbp', 'Site nurse'],
         ['record.value_set', 'vsdate', 'Site nurse'], ['record.value_changed', 'sbp', 'Test system (API)'],
       ]);
@@ -467,9 +485,9 @@ describe('submitFormRecords', () => {
         { subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '130' }) },
         { subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '131' } },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code])).to.deep.equal([['ok', 'saved'], ['skip', 'already_filled'], ['ok', 'saved']]);
-      expect(res.body.results[1].record_id).to.equal(res.body.results[0].record_id);
-      expect((await recordAt(subject, 'screening', 'vs'))!.values.sbp).to.equal('131');
+      expect(res.body.results.map((r) => [r.status, r.code])).to.deep.equal([['ok', 'saved'], ['skip', 'already_filled'], ['ok', 'saved']]);
+      expect(at(res.body.results, 1).record_id).to.equal(at(res.body.results, 0).record_id);
+      expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal('131');
     });
   });
 
@@ -485,7 +503,7 @@ describe('submitFormRecords', () => {
         { subject: mine, visit: 'screening', form: 'vs', values: vitals() },
       ], { key: site01Key });
       expect(res.status).to.equal(200);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.message])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.message])).to.deep.equal([
         ['error', 'unknown_subject', 'There is no patient "NOBODY-1" at the sites of this API key.'],
         ['error', 'unknown_subject', `There is no patient "${other}" at the sites of this API key.`],
         ['error', 'unknown_subject', 'There is no patient "nul\u0000subject" at the sites of this API key.'],
@@ -503,7 +521,7 @@ describe('submitFormRecords', () => {
         { subject: never, visit: 'screening', form: 'vs', values: vitals({ sbp: '232' }) },
         { subject: withdrawn, visit: 'screening', form: 'vs', values: vitals() },
       ]);
-      expect(res.body.results.map((r: Row) => [r.status, r.code, r.message, r.record_id, r.queries_opened])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.status, r.code, r.message, r.record_id, r.queries_opened])).to.deep.equal([
         ['error', 'consent_missing', `Patient "${never}" has no valid consent; the study requires consent before data entry. Nothing was saved.`, null, 0],
         ['error', 'consent_missing', `Patient "${withdrawn}" has no valid consent; the study requires consent before data entry. Nothing was saved.`, null, 0],
       ]);
@@ -520,7 +538,7 @@ describe('submitFormRecords', () => {
       const subject = await newPatient();
       const record = { subject, visit: 'baseline', form: 'ip_alloc', values: { kit: 'K-0042', arm: 'A' } };
       const blinded = await submit([record, { ...record, visit: 'screening' }], { key: blindedKey });
-      expect(blinded.body.results.map((r: Row) => [r.status, r.code, r.message])).to.deep.equal([
+      expect(blinded.body.results.map((r) => [r.status, r.code, r.message])).to.deep.equal([
         ['error', 'team_not_allowed', 'Form "ip_alloc" belongs to the unblinded team; this API key may not write it.'],
         ['error', 'team_not_allowed', 'Form "ip_alloc" belongs to the unblinded team; this API key may not write it.'],
       ]);
@@ -530,7 +548,7 @@ describe('submitFormRecords', () => {
     });
 
     it('refuses a key without the write right (403)', async () => {
-      const res = await submit([{ subject: 'X', visit: 'screening', form: 'vs' }], { key: readOnlyKey });
+      const res = await submit<Problem>([{ subject: 'X', visit: 'screening', form: 'vs' }], { key: readOnlyKey });
       expect(res.status).to.equal(403);
       expect(res.body).to.deep.include({ code: 'right_missing', detail: 'This API key does not have the right to write data.' });
     });
@@ -542,7 +560,7 @@ describe('submitFormRecords', () => {
       const before = await totals();
       const valid = Array.from({ length: 501 }, (_, i) => ({ subject, visit: 'unscheduled', form: 'vs', instance: i + 1, values: vitals() }));
       for (const records of [valid, [...valid.slice(1), { subject, nonsense: true }]]) {
-        const res = await submit(records);
+        const res = await submit<Problem>(records);
         expect(res.status).to.equal(413);
         expect(res.body).to.deep.include({ code: 'too_many_records', detail: 'A request may carry at most 500 records; this one has 501.' });
       }
@@ -552,7 +570,7 @@ describe('submitFormRecords', () => {
     it('refuses the whole request with 422 when a record names a form or visit the study lacks, naming each offending index', async () => {
       const subject = await newPatient();
       const before = await totals();
-      const res = await submit([
+      const res = await submit<Problem>([
         { subject, visit: 'screening', form: 'vs', values: vitals() },
         { subject, visit: 'screening', form: 'vitals', values: vitals() },
         { subject, visit: 'screening', form: 'vs', values: vitals() },
@@ -572,17 +590,17 @@ describe('submitFormRecords', () => {
 
     it('refuses an instance beyond 9999 as a body error rather than failing on the database', async () => {
       const subject = await newPatient();
-      const res = await submit([{ subject, visit: 'unscheduled', form: 'vs', instance: 3_000_000_000, values: vitals() }]);
+      const res = await submit<Problem>([{ subject, visit: 'unscheduled', form: 'vs', instance: 3_000_000_000, values: vitals() }]);
       expect(res.status).to.equal(422);
       expect(res.body.code).to.equal('invalid_body');
-      expect(res.body.errors.map((e: Row) => e.pointer)).to.deep.equal(['/records/0/instance']);
+      expect(res.body.errors?.map((e) => e.pointer)).to.deep.equal(['/records/0/instance']);
     });
 
     it('refuses a body that does not match the schema with 422 invalid_body and a pointer per member', async () => {
-      const res = await submit([{ subject: 'X', visit: 'screening', form: 'vs', status: 'final', values: { sbp: 120 } }]);
+      const res = await submit<Problem>([{ subject: 'X', visit: 'screening', form: 'vs', status: 'final', values: { sbp: 120 } }]);
       expect(res.status).to.equal(422);
       expect(res.body.code).to.equal('invalid_body');
-      expect(res.body.errors.map((e: Row) => e.pointer)).to.have.members(['/records/0/status', '/records/0/values/sbp']);
+      expect(res.body.errors?.map((e) => e.pointer)).to.have.members(['/records/0/status', '/records/0/values/sbp']);
     });
 
     it('refuses writes to a locked study with 423 study_locked and keeps nothing', async () => {
@@ -590,7 +608,7 @@ describe('submitFormRecords', () => {
       const before = await totals();
       await inTransaction(knex(), (s) => changeStudySettings(s, operator, world.code, { locked: true }));
       try {
-        const res = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals() }]);
+        const res = await submit<Problem>([{ subject, visit: 'screening', form: 'vs', values: vitals() }]);
         expect(res.status).to.equal(423);
         expect(res.body).to.deep.include({ code: 'study_locked', detail: 'The study database is locked; no data can be changed.' });
         const validated = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals() }], { query: '?validate_only=true' });
@@ -607,43 +625,42 @@ describe('submitFormRecords', () => {
       const subject = await newPatient('02');
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
         submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ sbp: String(200 + i + 30) }) }])));
-      const outcomes = results.map((r) => r.body.results[0]);
-      const winners = outcomes.filter((o) => o.status === 'warn');
-      expect(winners).to.have.length(1);
-      expect(outcomes.filter((o) => o.status === 'skip').map((o) => [o.code, o.record_id])).to.deep.equal(Array(9).fill(['already_filled', winners[0].record_id]));
-      const saved = await recordAt(subject, 'screening', 'vs');
-      expect(saved!.id).to.equal(winners[0].record_id);
-      const audit = await auditOf(saved!.id);
-      expect(audit.filter((a: Row) => a.action === 'record.value_set')).to.have.length(4);
-      expect(await queriesOf(saved!.id)).to.have.length(1);
+      const outcomes = results.map((r) => only(r.body.results));
+      const winner = only(outcomes.filter((o) => o.status === 'warn'));
+      expect(outcomes.filter((o) => o.status === 'skip').map((o) => [o.code, o.record_id])).to.deep.equal(Array(9).fill(['already_filled', winner.record_id]));
+      const saved = await savedAt(subject, 'screening', 'vs');
+      expect(saved.id).to.equal(winner.record_id);
+      const audit = await auditOf(saved.id);
+      expect(audit.filter((a) => a.action === 'record.value_set')).to.have.length(4);
+      expect(await queriesOf(saved.id)).to.have.length(1);
     });
 
     it('applies concurrent updates of one form one after the other: each audit row starts from the value the previous one left', async () => {
       const subject = await newPatient();
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals() }]);
-      const id = first.body.results[0].record_id;
+      const id = recordIdOf(first.body.results[0]);
       const results = await Promise.all(['131', '132', '133', '134', '135'].map((sbp) =>
         submit([{ subject, visit: 'screening', form: 'vs', update: true, values: { sbp } }])));
-      expect(results.map((r) => r.body.results[0].status)).to.deep.equal(Array(5).fill('ok'));
-      const changes = (await auditOf(id)).filter((a: Row) => a.action === 'record.value_changed');
+      expect(results.map((r) => at(r.body.results, 0).status)).to.deep.equal(Array(5).fill('ok'));
+      const changes = (await auditOf(id)).filter((a) => a.action === 'record.value_changed');
       expect(changes).to.have.length(5);
       let previous = '120';
       for (const change of changes) {
         expect(change.old_value).to.equal(previous);
-        previous = change.new_value;
+        previous = present(change.new_value, 'the changed value');
       }
-      expect((await recordAt(subject, 'screening', 'vs'))!.values.sbp).to.equal(previous);
+      expect((await savedAt(subject, 'screening', 'vs')).values.sbp).to.equal(previous);
     });
 
     it('writes the new record of two concurrent update:true writers once, and applies the other as an update', async () => {
       const subject = await newPatient();
       const results = await Promise.all(['141', '142'].map((sbp) => submit([{ subject, visit: 'screening', form: 'vs', update: true, values: vitals({ sbp }) }])));
-      expect(results.map((r) => r.body.results[0].code)).to.deep.equal(['saved', 'saved']);
-      const saved = await recordAt(subject, 'screening', 'vs');
-      const audit = await auditOf(saved!.id);
-      expect(audit.filter((a: Row) => a.action === 'record.value_set')).to.have.length(4);
-      expect(audit.filter((a: Row) => a.action === 'record.value_changed').map((a: Row) => [a.old_value, a.new_value]))
-        .to.deep.equal([[audit.find((a: Row) => a.field_code === 'sbp')!.new_value, saved!.values.sbp]]);
+      expect(results.map((r) => at(r.body.results, 0).code)).to.deep.equal(['saved', 'saved']);
+      const saved = await savedAt(subject, 'screening', 'vs');
+      const audit = await auditOf(saved.id);
+      expect(audit.filter((a) => a.action === 'record.value_set')).to.have.length(4);
+      expect(audit.filter((a) => a.action === 'record.value_changed').map((a) => [a.old_value, a.new_value]))
+        .to.deep.equal([[present(audit.find((a) => a.field_code === 'sbp'), 'the audit row of sbp').new_value, saved.values.sbp]]);
     });
   });
 
@@ -663,7 +680,7 @@ describe('submitFormRecords', () => {
       const before = await totals();
       const dry = await submit(records, { query: '?validate_only=true' });
       expect(dry.status).to.equal(200);
-      expect(dry.body.results.map((r: Row) => [r.status, r.code, r.message, r.record_id === null, r.queries_opened])).to.deep.equal([
+      expect(dry.body.results.map((r) => [r.status, r.code, r.message, r.record_id === null, r.queries_opened])).to.deep.equal([
         ['ok', 'validated', 'Would be saved.', true, 0],
         ['warn', 'validated', 'Would be saved and open 1 automatic query.', true, 1],
         ['warn', 'validated', 'Would be saved as a draft.', true, 0],
@@ -672,11 +689,11 @@ describe('submitFormRecords', () => {
         ['error', 'invalid_value', 'Some values do not fit their fields; nothing was saved.', true, 0],
         ['skip', 'already_filled', 'The form is already filled in; send update: true to overwrite it.', true, 0],
       ]);
-      expect(dry.body.results[1].errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
+      expect(at(dry.body.results, 1).errors).to.deep.equal([{ field: 'sbp', code: 'out_of_range', message: 'Value 232 mm[Hg] is above the expected maximum 220 mm[Hg].' }]);
       expect(await totals()).to.deep.equal(before);
       const real = await submit(records, { query: '?validate_only=false' });
-      expect(real.body.results.map((r: Row) => r.status)).to.deep.equal(dry.body.results.map((r: Row) => r.status));
-      expect(real.body.results.map((r: Row) => r.code)).to.deep.equal(['saved', 'saved_with_queries', 'saved_as_draft', 'already_filled', 'unchanged', 'invalid_value', 'already_filled']);
+      expect(real.body.results.map((r) => r.status)).to.deep.equal(dry.body.results.map((r) => r.status));
+      expect(real.body.results.map((r) => r.code)).to.deep.equal(['saved', 'saved_with_queries', 'saved_as_draft', 'already_filled', 'unchanged', 'invalid_value', 'already_filled']);
     });
   });
 
@@ -701,7 +718,7 @@ describe('submitFormRecords', () => {
         { subject, visit: 'week12', form: 'vs', status: 'draft', values: { sbp: '120' } },
       ];
       const res = await submit(records, { key: blindedKey, query: '?lang=ru' });
-      expect(res.body.results.map((r: Row) => [r.code, r.message])).to.deep.equal([
+      expect(res.body.results.map((r) => [r.code, r.message])).to.deep.equal([
         ['saved', 'Сохранено.'],
         ['saved_with_queries', 'Сохранено; открыт 1 автоматический запрос.'],
         ['saved_as_draft', 'Сохранено как черновик.'],
@@ -716,13 +733,13 @@ describe('submitFormRecords', () => {
         ['invalid_value', 'Некоторые значения не подходят к своим полям; ничего не сохранено.'],
         ['edit_check_failed', 'Правило проверки отклонило запись; ничего не сохранено.'],
       ]);
-      expect(res.body.results[1].errors[0].message).to.equal('Значение 232 mm[Hg] выше ожидаемого максимума 220 mm[Hg].');
-      expect(res.body.results[10].errors[0].message).to.equal('В этой форме нет такого поля.');
-      expect(res.body.results[11].errors[0].message).to.equal('Неверное значение типа integer.');
-      const validated = await app.call('POST', `/api/v1/studies/${world.code}/records?validate_only=true`, {
+      expect(at(at(res.body.results, 1).errors, 0).message).to.equal('Значение 232 mm[Hg] выше ожидаемого максимума 220 mm[Hg].');
+      expect(at(at(res.body.results, 10).errors, 0).message).to.equal('В этой форме нет такого поля.');
+      expect(at(at(res.body.results, 11).errors, 0).message).to.equal('Неверное значение типа integer.');
+      const validated = await app.call<RecordsResult>('POST', `/api/v1/studies/${world.code}/records?validate_only=true`, {
         key: world.key, headers: { 'accept-language': 'ru-RU, ru;q=0.9' }, body: { records: [{ subject, visit: 'week12', form: 'lab_hem', values: { hgb: '14.0', wbc: '6', plt: '250', hct: '42' } }] },
       });
-      expect(validated.body.results[0].message).to.equal('Будет сохранено.');
+      expect(at(validated.body.results, 0).message).to.equal('Будет сохранено.');
     });
   });
 
@@ -739,65 +756,65 @@ describe('submitFormRecords', () => {
       // Forms saved before the request, for the skip, update and unchanged records.
       const preSaved: { subject: string; instance: number; values: Record<string, string>; id?: number }[] = [];
       for (let i = 0; i < 90; i++) {
-        const subject = patients['01'][i % 4];
+        const subject = at(patients['01'], i % 4);
         preSaved.push({ subject, instance: nextInstance(subject), values: vitals({ hr: String(60 + (i % 30)) }) });
       }
       const pre = await submit(preSaved.map((p) => ({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: p.values })));
       expect(pre.body.counts).to.deep.equal({ ok: 90, warn: 0, skip: 0, error: 0 });
-      pre.body.results.forEach((r: Row, i: number) => { preSaved[i].id = r.record_id; });
+      pre.body.results.forEach((r, i) => { at(preSaved, i).id = recordIdOf(r); });
 
       const records: Rec[] = [];
       const expected: Expected[] = [];
       let preIndex = 0;
       let n = 0;
-      const patientFor = () => { n += 1; return patients[n % 2 === 0 ? '01' : '02'][n % 4]; };
+      const patientFor = () => { n += 1; return at(patients[n % 2 === 0 ? '01' : '02'], n % 4); };
       const newVs = (values: Record<string, string>, extra: Rec = {}) => {
         const subject = patientFor();
-        const at = { subject, visit: 'unscheduled', form: 'vs', instance: nextInstance(subject) };
-        return { record: { ...at, values, ...extra }, at };
+        const place = { subject, visit: 'unscheduled', form: 'vs', instance: nextInstance(subject) };
+        return { record: { ...place, values, ...extra }, place };
       };
       const kinds: (() => void)[] = [
         () => { // ok
-          const { record, at } = newVs(vitals());
-          records.push(record); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...at, values: vitals() }, valueRows: 4 });
+          const { record, place } = newVs(vitals());
+          records.push(record); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...place, values: vitals() }, valueRows: 4 });
         },
         () => { // warn: a range breach
           const values = vitals({ sbp: '232' });
-          const { record, at } = newVs(values);
-          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...at, values }, rangeQueries: 1, valueRows: 4 });
+          const { record, place } = newVs(values);
+          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...place, values }, rangeQueries: 1, valueRows: 4 });
         },
         () => { // warn: a draft
           const values = { vsdate: '2026-02-01', sbp: '118' };
-          const { record, at } = newVs(values, { status: 'draft' });
-          records.push(record); expected.push({ status: 'warn', code: 'saved_as_draft', message: 'Saved as a draft.', saved: { ...at, values }, valueRows: 2 });
+          const { record, place } = newVs(values, { status: 'draft' });
+          records.push(record); expected.push({ status: 'warn', code: 'saved_as_draft', message: 'Saved as a draft.', saved: { ...place, values }, valueRows: 2 });
         },
         () => { // warn: a query edit check
           const values = vitals({ dbp: '125' });
-          const { record, at } = newVs(values);
-          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...at, values }, checkQueries: 1, valueRows: 4 });
+          const { record, place } = newVs(values);
+          records.push(record); expected.push({ status: 'warn', code: 'saved_with_queries', message: 'Saved; 1 automatic query opened.', saved: { ...place, values }, checkQueries: 1, valueRows: 4 });
         },
         () => { // ok: a table
           const subject = patientFor();
           const tables = { events: [{ term: 'Dizziness', onset: '2026-02-02', severity: 'moderate', serious: 'no' }] };
-          const at = { subject, visit: 'unscheduled', form: 'ae', instance: nextInstance(subject) };
-          records.push({ ...at, tables }); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...at, tables }, valueRows: 1 });
+          const place = { subject, visit: 'unscheduled', form: 'ae', instance: nextInstance(subject) };
+          records.push({ ...place, tables }); expected.push({ status: 'ok', code: 'saved', message: 'Saved.', saved: { ...place, tables }, valueRows: 1 });
         },
         () => { // skip: the same form instance as the record just before it, which this very request saves
-          records.push({ ...records[records.length - 1] });
+          records.push({ ...at(records, records.length - 1) });
           expected.push({ status: 'skip', code: 'already_filled', message: 'The form is already filled in; send update: true to overwrite it.', recordId: -1 });
         },
         () => { // skip: saved before the request
-          const p = preSaved[preIndex++];
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: vitals({ sbp: '100' }) });
           expected.push({ status: 'skip', code: 'already_filled', message: 'The form is already filled in; send update: true to overwrite it.', recordId: p.id });
         },
         () => { // ok: an update that changes one value
-          const p = preSaved[preIndex++];
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, update: true, values: { sbp: '128', hr: p.values.hr } });
           expected.push({ status: 'ok', code: 'saved', message: 'Saved.', recordId: p.id, saved: { subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, values: { ...p.values, sbp: '128' } }, changeRows: [['sbp', '120', '128']] });
         },
         () => { // ok: an update that changes nothing
-          const p = preSaved[preIndex++];
+          const p = at(preSaved, preIndex++);
           records.push({ subject: p.subject, visit: 'unscheduled', form: 'vs', instance: p.instance, update: true, values: { hr: p.values.hr } });
           expected.push({ status: 'ok', code: 'unchanged', message: 'Nothing differs from the saved form; nothing changed.', recordId: p.id });
         },
@@ -834,21 +851,21 @@ describe('submitFormRecords', () => {
           expected.push({ status: 'error', code: 'invalid_instance', message: 'Visit "week4" does not repeat; instance must be 1.' });
         },
       ];
-      for (let i = 0; records.length < 500; i++) kinds[i % kinds.length]();
+      for (let i = 0; records.length < 500; i++) at(kinds, i % kinds.length)();
       expect(records).to.have.length(500);
 
       const before = await totals();
-      const maxAudit = Number((await knex()('audit_events').max({ m: 'id' }))[0].m);
+      const maxAudit = Number(only(await knex()('audit_events').max({ m: 'id' })).m);
       const res = await submit(records, { key: blindedKey });
       expect(res.status).to.equal(200);
-      const results: Row[] = res.body.results;
+      const results = res.body.results;
       expect(results.map((r) => r.index)).to.deep.equal(records.map((_, i) => i));
       results.forEach((r, i) => {
-        const e = expected[i];
+        const e = at(expected, i);
         expect([r.status, r.code, r.message], `record ${i}`).to.deep.equal([e.status, e.code, e.message]);
         if (e.status === 'error') expect(r.record_id, `record ${i}`).to.equal(null);
         else expect(r.record_id, `record ${i}`).to.be.a('number');
-        if (e.recordId === -1) expect(r.record_id, `record ${i}`).to.equal(results[i - 1].record_id);
+        if (e.recordId === -1) expect(r.record_id, `record ${i}`).to.equal(at(results, i - 1).record_id);
         else if (e.recordId !== undefined) expect(r.record_id, `record ${i}`).to.equal(e.recordId);
       });
       const tally = (status: string) => expected.filter((e) => e.status === status).length;
@@ -864,7 +881,7 @@ describe('submitFormRecords', () => {
         if (!e.saved) continue;
         const row = await recordAt(e.saved.subject, e.saved.visit, e.saved.form, e.saved.instance);
         expect(row, `record ${i}`).to.not.equal(undefined);
-        expect(row!.id).to.equal(results[i].record_id);
+        expect(row!.id).to.equal(at(results, i).record_id);
         if (e.saved.values) expect(row!.values, `record ${i}`).to.deep.equal(e.saved.values);
         if (e.saved.tables) expect(row!.tables, `record ${i}`).to.deep.equal(e.saved.tables);
       }
@@ -872,22 +889,22 @@ describe('submitFormRecords', () => {
       // One open range query per breach, at the patient's site.
       const rangeQueries = await knex()('queries as q').join('patients as p', 'p.id', 'q.patient_id').join('sites as s', 's.id', 'q.site_id')
         .join('sites as ps', 'ps.id', 'p.site_id').where('q.origin', 'range').whereIn('q.record_id', results.map((r) => r.record_id).filter((id) => id !== null))
-        .select('q.record_id', 'q.status', 'q.field_code', 's.number as site', 'ps.number as patient_site');
-      const breaches = expected.map((e, i) => (e.rangeQueries ? results[i].record_id : null)).filter((id) => id !== null);
-      expect(rangeQueries.map((q: Row) => q.record_id).sort()).to.deep.equal([...breaches].sort());
+        .select<{ record_id: number; status: string; field_code: string; site: string; patient_site: string }[]>('q.record_id', 'q.status', 'q.field_code', 's.number as site', 'ps.number as patient_site');
+      const breaches = expected.map((e, i) => (e.rangeQueries ? at(results, i).record_id : null)).filter((id) => id !== null);
+      expect(rangeQueries.map((q) => q.record_id).sort()).to.deep.equal([...breaches].sort());
       for (const q of rangeQueries) expect(q).to.deep.include({ status: 'open', field_code: 'sbp', site: q.patient_site });
-      expect(new Set(rangeQueries.map((q: Row) => q.site))).to.deep.equal(new Set(['01', '02']));
+      expect(new Set(rangeQueries.map((q) => q.site))).to.deep.equal(new Set(['01', '02']));
 
       // One audit row per saved or changed value, by the key, and nothing for skipped, unchanged or refused records.
       const audit = await knex()('audit_events').where('id', '>', maxAudit).whereIn('action', ['record.value_set', 'record.value_changed'])
-        .select('action', 'record_id', 'field_code', 'old_value', 'new_value', 'author');
+        .select<(AuditRow & { record_id: number })[]>('action', 'record_id', 'field_code', 'old_value', 'new_value', 'author');
       const valueRows = expected.reduce((sum, e) => sum + (e.valueRows ?? 0), 0);
-      const changeRows = expected.flatMap((e, i) => (e.changeRows ?? []).map(([field, oldValue, newValue]) => [results[i].record_id, field, oldValue, newValue]));
-      expect(audit.filter((a: Row) => a.action === 'record.value_set')).to.have.length(valueRows);
-      expect(audit.filter((a: Row) => a.action === 'record.value_changed').map((a: Row) => [a.record_id, a.field_code, a.old_value, a.new_value]))
+      const changeRows = expected.flatMap((e, i) => (e.changeRows ?? []).map(([field, oldValue, newValue]) => [at(results, i).record_id, field, oldValue, newValue]));
+      expect(audit.filter((a) => a.action === 'record.value_set')).to.have.length(valueRows);
+      expect(audit.filter((a) => a.action === 'record.value_changed').map((a) => [a.record_id, a.field_code, a.old_value, a.new_value]))
         .to.have.deep.members(changeRows);
-      expect(new Set(audit.map((a: Row) => a.author))).to.deep.equal(new Set(['LIMS (API)']));
-      const touched = new Set(expected.map((e, i) => ((e.valueRows || e.changeRows) ? results[i].record_id : null)).filter((id) => id !== null));
+      expect(new Set(audit.map((a) => a.author))).to.deep.equal(new Set(['LIMS (API)']));
+      const touched = new Set(expected.map((e, i) => ((e.valueRows || e.changeRows) ? at(results, i).record_id : null)).filter((id) => id !== null));
       for (const a of audit) expect(touched.has(a.record_id)).to.equal(true);
     });
   });

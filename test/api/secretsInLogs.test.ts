@@ -5,6 +5,8 @@ import { generateKeyValue } from '../../src/domain/apiKeys/keyValue.js';
 import { createStudyWorld, demoDesign, giveConsent, makeKey } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
@@ -26,8 +28,11 @@ const WRONG_PASSWORD = 'Tr0ub4dor&3-not-it';
 /** What the access log must say about one request; `who` null where it is not checked. */
 interface Expected { method: string; path: string; status: number; who: { key_id?: number; user_id?: number } | null }
 
+/** One line of the access log, as the tests below read it. */
+interface AccessLine { level: string; at: string; request_id?: string; method: string; path: string; query: string[]; status: number; ms: number; key_id?: number; user_id?: number }
+
 /** The path as the log must show it: no query string, and a key-shaped value cut short. */
-const logged = (path: string) => path.split('?')[0].replace(/sdx_[0-9A-Za-z]+/, 'sdx_…');
+const logged = (path: string) => at(path.split('?'), 0).replace(/sdx_[0-9A-Za-z]+/, 'sdx_…');
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -47,7 +52,7 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
   const secrets = new Map<string, string>();
 
   /** An API call to the service process, its answer checked against the spec like every answer of the suite. */
-  async function api(method: string, path: string, options: { key?: string; authorization?: string; body?: unknown; raw?: string | Buffer; contentType?: string; keyId?: number } = {}) {
+  async function api<Body = unknown>(method: string, path: string, options: { key?: string; authorization?: string; body?: unknown; raw?: string | Buffer; contentType?: string; keyId?: number } = {}) {
     const headers: Record<string, string> = {};
     if (options.key) headers.authorization = `Bearer ${options.key}`;
     if (options.authorization) headers.authorization = options.authorization;
@@ -56,11 +61,12 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
     const response = await fetch(`${service.baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
     const text = await response.text();
     const contentType = response.headers.get('content-type') ?? '';
-    const parsed = contentType.includes('json') && text ? JSON.parse(text) : text;
-    const pathOnly = path.split('?')[0];
+    const parsed: unknown = contentType.includes('json') && text ? JSON.parse(text) : text;
+    const pathOnly = at(path.split('?'), 0);
     await assertMatchesSpec(await operationOf(method, pathOnly), response.status, contentType, parsed);
     expected.push({ method, path: logged(path), status: response.status, who: options.keyId ? { key_id: options.keyId } : {} });
-    return { status: response.status, body: parsed };
+    // The body has just been checked against the operation's answer in the contract.
+    return { status: response.status, body: parsed as Body };
   }
 
   /** A portal request; every cookie and CSRF token the browser holds afterwards joins the secrets. */
@@ -80,10 +86,10 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
     const managerId = await addStaff(knex, 'keeper@sdx.test', { study: world.code, role: 'manager', canExport: true });
     const doomed = await makeKey(knex, { study: world.code, by: world.manager, name: 'Doomed' });
     const middle = world.key.length >> 1;
-    const typo = `${world.key.slice(0, middle)}${world.key[middle] === 'x' ? 'y' : 'x'}${world.key.slice(middle + 1)}`;
+    const typo = `${world.key.slice(0, middle)}${world.key.charAt(middle) === 'x' ? 'y' : 'x'}${world.key.slice(middle + 1)}`;
     const unknown = generateKeyValue();
     const basic = `Basic ${Buffer.from(`${world.key}:`).toString('base64')}`;
-    for (const [label, value] of [['key', world.key], ['key of another study', other.key], ['key to be revoked', doomed.key], ['mistyped key', typo], ['unknown key', unknown]]) {
+    for (const [label, value] of [['key', world.key], ['key of another study', other.key], ['key to be revoked', doomed.key], ['mistyped key', typo], ['unknown key', unknown]] as const) {
       secrets.set(label, value);
       secrets.set(`${label}, without its prefix`, value.slice('sdx_'.length));
       secrets.set(`${label}, its 256-bit secret`, value.slice('sdx_'.length, 'sdx_'.length + 43));
@@ -98,26 +104,26 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
 
     // Every operation with a working key.
     expect((await api('GET', base, key)).status).to.equal(200);
-    const enrolled = await api('POST', `${base}/patients`, { ...key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' } });
+    const enrolled = await api<AnswerOf<'createPatient', 201>>('POST', `${base}/patients`, { ...key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' } });
     expect(enrolled.status).to.equal(201);
     const subject = enrolled.body.subject;
     await giveConsent(knex, world.code, subject, '2016-12-01');
-    const saved = await api('POST', `${base}/records`, { ...key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '80', hr: '70' } }] } });
+    const saved = await api<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { ...key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '80', hr: '70' } }] } });
     expect(saved.body.counts.ok).to.equal(1);
     expect((await api('POST', `${base}/patients`, { ...key, body: { site: '02', sex: 'female', birth_year: 1970, enrolled_on: '2016-12-28' } })).status).to.equal(201);
-    const page = await api('GET', `${base}/patients?limit=1`, key);
+    const page = await api<AnswerOf<'listPatients', 200>>('GET', `${base}/patients?limit=1`, key);
     expect((await api('GET', `${base}/patients?limit=1&after=${page.body.next}`, key)).status).to.equal(200);
     expect((await api('GET', `${base}/records?subject=${subject}`, key)).status).to.equal(200);
     expect((await api('GET', `${base}/queries?status=open`, key)).status).to.equal(200);
-    const imported = await api('POST', `${base}/fhir?subject=${subject}`, { ...key, raw: BUSTER, contentType: 'application/fhir+json' });
+    const imported = await api<AnswerOf<'importFhirRecord', 201>>('POST', `${base}/fhir?subject=${subject}`, { ...key, raw: BUSTER, contentType: 'application/fhir+json' });
     expect(imported.status).to.equal(201);
     expect((await api('GET', '/api/v1/openapi.json')).status).to.equal(200);
 
     // Refusals: wrong, mistyped, malformed and misplaced keys, and refused requests of a working key.
     expect((await api('GET', base)).status).to.equal(401);
-    expect((await api('GET', base, { key: typo })).body.code).to.equal('key_malformed');
-    expect((await api('GET', base, { key: unknown })).body.code).to.equal('key_unknown');
-    expect((await api('GET', base, { authorization: basic })).body.code).to.equal('key_malformed');
+    expect((await api<Problem>('GET', base, { key: typo })).body.code).to.equal('key_malformed');
+    expect((await api<Problem>('GET', base, { key: unknown })).body.code).to.equal('key_unknown');
+    expect((await api<Problem>('GET', base, { authorization: basic })).body.code).to.equal('key_malformed');
     expect((await api('GET', base, { key: other.key, keyId: other.keyId })).status).to.equal(404);
     expect((await api('GET', `${base}?api_key=${world.key}`)).status).to.equal(401);
     expect((await api('GET', `${base}?api_key=${world.key}`, key)).status).to.equal(400);
@@ -134,12 +140,12 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
     expect((await portal(browser, 'GET', '/portal/sign-in', {})).status).to.equal(200);
     expect((await portal(browser, 'POST', '/portal/sign-in', {}, { email: 'keeper@sdx.test', password: WRONG_PASSWORD })).status).to.equal(401);
     expect((await portal(browser, 'POST', '/portal/sign-in', null, { email: 'keeper@sdx.test', password: STAFF_PASSWORD })).status).to.equal(303);
-    const session = browser.cookies.get('sdx_session')!;
+    const session = present(browser.cookies.get('sdx_session'), 'the session cookie');
     expect((await portal(browser, 'GET', '/portal', signedIn)).status).to.equal(200);
     expect((await portal(browser, 'GET', `/p/${world.code}/api`, signedIn)).status).to.equal(200);
     const made = await portal(browser, 'POST', `/p/${world.code}/api/keys`, signedIn, { name: 'Made in the portal', read: 'on', write: 'on', sites: ['01'], term: '30' });
     expect(made.status).to.equal(201);
-    const shown = /id="key-value" readonly value="(sdx_[0-9A-Za-z]{49})"/.exec(made.html)![1];
+    const shown = present(/id="key-value" readonly value="(sdx_[0-9A-Za-z]{49})"/.exec(made.html)?.[1], 'the key shown once');
     secrets.set('key made in the portal', shown);
     secrets.set('key made in the portal, its 256-bit secret', shown.slice(4, 47));
     expect((await portal(browser, 'GET', `/p/${world.code}/api/keys/${doomed.id}/revoke`, signedIn)).status).to.equal(200);
@@ -156,9 +162,9 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
     expect((await portal(replay, 'GET', `/p/${world.code}/api`, {})).status).to.equal(303);
 
     // The key made in the portal works; the revoked one no longer does.
-    const portalKeyId = (await knex('api_keys').where({ name: 'Made in the portal' }).first()).id;
+    const portalKeyId = present(await knex('api_keys').where({ name: 'Made in the portal' }).first<{ id: number } | undefined>('id'), 'the key made in the portal').id;
     expect((await api('GET', base, { key: shown, keyId: portalKeyId })).status).to.equal(200);
-    expect((await api('GET', base, { key: doomed.key })).body.code).to.equal('key_revoked');
+    expect((await api<Problem>('GET', base, { key: doomed.key })).body.code).to.equal('key_revoked');
 
     await service.stop();
     log = service.output();
@@ -166,18 +172,18 @@ describe('secrets in the logs of a service process (a full scenario, then a scan
   after(() => service?.stop());
 
   it('logs one line per request: method, path without query values, status, time, and the key or the person, by id', () => {
-    const lines = log.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+    const lines = log.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as AccessLine);
     const requests = lines.filter((l) => l.request_id);
     expect(requests.map((l) => `${l.method} ${l.path} ${l.status}`)).to.deep.equal(expected.map((e) => `${e.method} ${e.path} ${e.status}`));
     requests.forEach((line, i) => {
       expect(Object.keys(line)).to.include.members(['level', 'at', 'request_id', 'method', 'path', 'query', 'status', 'ms']);
       expect(line.ms).to.be.a('number');
-      const who = expected[i].who;
+      const who = at(expected, i).who;
       if (who) expect({ key_id: line.key_id, user_id: line.user_id }, `${line.method} ${line.path}`).to.deep.equal({ key_id: who.key_id, user_id: who.user_id });
     });
     // Query parameters by name only.
     expect(requests.filter((l) => l.query.includes('api_key'))).to.have.length(2);
-    expect(requests.find((l) => l.path.endsWith('/patients') && l.query.includes('after')).query).to.deep.equal(['limit', 'after']);
+    expect(requests.find((l) => l.path.endsWith('/patients') && l.query.includes('after'))?.query).to.deep.equal(['limit', 'after']);
   });
 
   it('holds no key value, no part of one that authenticates, and no fingerprint of one', () => {

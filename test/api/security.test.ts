@@ -14,6 +14,8 @@ import { createStudyWorld, demoDesign, giveConsent, makeKey, type StudyWorld } f
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, only, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase, testConfig } from '../helpers/testDatabase.js';
 
@@ -25,7 +27,7 @@ import { resetDatabase, testConfig } from '../helpers/testDatabase.js';
  * every status class, and the inventory of routes against SECURITY.md and the spec.
  */
 
-type Spec = { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, Record<string, any>> } };
+type Spec = { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, Record<string, unknown>> } };
 const spec = yaml.load(readFileSync('spec/openapi.yaml', 'utf8')) as Spec;
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const ENROLMENT = { site: '01', sex: 'female', birth_year: 1960, enrolled_on: '2026-01-12' };
@@ -76,7 +78,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
     other = await createStudyWorld(knex, demoDesign('OTHER'));
     // The same subject in both studies, each with a FHIR import: only the study code tells them apart.
     for (const study of [world, other]) {
-      const enrolled = await app.call('POST', `/api/v1/studies/${study.code}/patients`, { key: study.key, body: ENROLMENT });
+      const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${study.code}/patients`, { key: study.key, body: ENROLMENT });
       expect(enrolled.body.subject).to.equal('01-001');
       await giveConsent(knex, study.code, '01-001');
     }
@@ -102,7 +104,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       await manager.get(`/p/${world.code}/s/01-001`);
       const decided = await manager.post(`/p/${world.code}/s/01-001/fhir/1`, { decision: 'reject', reason: 'not ours' });
       expect(decided.status).to.equal(404);
-      expect((await app.db.knex('fhir_imports').first('status')).status).to.equal('proposed');
+      expect((await app.db.knex('fhir_imports').first<{ status: string } | undefined>('status'))?.status).to.equal('proposed');
       expect((await manager.get(`/p/${world.code}/api/keys/${other.keyId}/revoke`)).status).to.equal(404);
       expect((await manager.post(`/p/${world.code}/api/keys/${other.keyId}/revoke`)).status).to.equal(404);
       expect((await app.call('GET', `/api/v1/studies/${other.code}`, { key: other.key })).status, 'the other study\'s key still works').to.equal(200);
@@ -117,10 +119,10 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
         if (schema.type !== 'object' || open.has(name)) continue;
         expect(schema.additionalProperties, `${name}: additionalProperties`).to.not.equal(undefined).and.not.equal(true);
       }
-      const page = await app.call('GET', `/api/v1/studies/${world.code}/patients`, { key: world.key });
+      const page = await app.call<AnswerOf<'listPatients', 200>>('GET', `/api/v1/studies/${world.code}/patients`, { key: world.key });
       expect(page.body.patients).to.have.length(1);
       await assertMatchesSpec('listPatients', 200, 'application/json', page.body);
-      const leaky = { ...page.body, patients: [{ ...page.body.patients[0], email: 'anna@hospital.invalid' }] };
+      const leaky = { ...page.body, patients: [{ ...at(page.body.patients, 0), email: 'anna@hospital.invalid' }] };
       let refused: unknown;
       await assertMatchesSpec('listPatients', 200, 'application/json', leaky).catch((e) => { refused = e; });
       expect(String(refused)).to.match(/breaks the spec.*additionalProperties/);
@@ -131,19 +133,19 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
     });
 
     it('refuses body members the spec does not name (no mass assignment), keeping nothing', async () => {
-      const patients = Number((await app.db.knex('patients').count({ n: '*' }))[0].n);
-      for (const [member, value] of [['status', 'withdrawn'], ['email', 'anna@hospital.invalid'], ['study', other.code]]) {
-        const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { ...ENROLMENT, [member]: value } });
+      const patients = Number(only(await app.db.knex('patients').count({ n: '*' })).n);
+      for (const [member, value] of [['status', 'withdrawn'], ['email', 'anna@hospital.invalid'], ['study', other.code]] as const) {
+        const res = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { ...ENROLMENT, [member]: value } });
         expect(res.status, member).to.equal(422);
-        expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal([`/${member}`]);
+        expect(res.body.errors?.map((e) => e.pointer)).to.deep.equal([`/${member}`]);
       }
       const record = { subject: '01-001', visit: 'screening', form: 'vs', values: { vsdate: '2025-12-25', sbp: '120', dbp: '80', hr: '70' } };
       for (const [member, value] of [['source', 'portal'], ['id', 1], ['author', 'Someone else']] as const) {
-        const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [{ ...record, [member]: value }] } });
+        const res = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [{ ...record, [member]: value }] } });
         expect(res.status, member).to.equal(422);
-        expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal([`/records/0/${member}`]);
+        expect(res.body.errors?.map((e) => e.pointer)).to.deep.equal([`/records/0/${member}`]);
       }
-      expect(Number((await app.db.knex('patients').count({ n: '*' }))[0].n)).to.equal(patients);
+      expect(Number(only(await app.db.knex('patients').count({ n: '*' })).n)).to.equal(patients);
       expect(await app.db.knex('records')).to.have.length(0);
     });
   });
@@ -153,7 +155,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       await manager.get(`/p/${world.code}/api`);
       const res = await manager.post(`/p/${world.code}/api/switch`, { api: 'off', padding: 'x'.repeat(1024 * 1024) });
       expect(res.status).to.equal(413);
-      expect((await app.db.knex('studies').where({ code: world.code }).first()).api_enabled).to.equal(true);
+      expect((await app.db.knex('studies').where({ code: world.code }).first<{ api_enabled: boolean } | undefined>())?.api_enabled).to.equal(true);
     });
   });
 
@@ -163,18 +165,18 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       expect(asKey.status).to.equal(303);
       expect(asKey.headers.get('location')).to.match(/^\/portal\/sign-in\?next=/);
       const cookie = [...manager.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-      const patients = Number((await app.db.knex('patients').count({ n: '*' }))[0].n);
-      const read = await app.call('GET', `/api/v1/studies/${world.code}/patients`, { headers: { cookie } });
-      const enrol = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { headers: { cookie }, body: ENROLMENT });
+      const patients = Number(only(await app.db.knex('patients').count({ n: '*' })).n);
+      const read = await app.call<Problem>('GET', `/api/v1/studies/${world.code}/patients`, { headers: { cookie } });
+      const enrol = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/patients`, { headers: { cookie }, body: ENROLMENT });
       expect([read, enrol].map((r) => `${r.status} ${r.body.code}`)).to.deep.equal(['401 key_missing', '401 key_missing']);
-      expect(Number((await app.db.knex('patients').count({ n: '*' }))[0].n)).to.equal(patients);
+      expect(Number(only(await app.db.knex('patients').count({ n: '*' })).n)).to.equal(patients);
     });
   });
 
   describe('API6 unrestricted access to sensitive business flows', () => {
     it('bounds an enrolment flood by the key\'s rate limit: enrolments beyond it within the minute make no patient', async () => {
       const { key } = await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Flooding system' });
-      const count = async () => Number((await app.db.knex('patients').count({ n: '*' }))[0].n);
+      const count = async () => Number(only(await app.db.knex('patients').count({ n: '*' })).n);
       const before = await count();
       const answers = await Promise.all(Array.from({ length: 8 }, () => small.call('POST', `/api/v1/studies/${world.code}/patients`, { key, body: { ...ENROLMENT, site: '02' } })));
       expect(answers.map((a) => a.status).sort()).to.deep.equal([201, 201, 201, 201, 201, 429, 429, 429]);
@@ -208,10 +210,10 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
             },
           ],
         };
-        const res = await app.call('POST', `/api/v1/studies/${world.code}/fhir?subject=01-001`, { key: world.key, raw: JSON.stringify(bundle), contentType: 'application/fhir+json' });
+        const res = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `/api/v1/studies/${world.code}/fhir?subject=01-001`, { key: world.key, raw: JSON.stringify(bundle), contentType: 'application/fhir+json' });
         // Read and mapped as data: the heart rate is proposed, and nothing was asked of the addresses it names.
         expect(res.status, JSON.stringify(res.body)).to.equal(201);
-        expect(res.body.items.map((i: { field: string; value: string }) => `${i.field}=${i.value}`)).to.include('hr=71');
+        expect(res.body.items.map((i) => `${i.field}=${i.value}`)).to.include('hr=71');
         expect(asked).to.deep.equal([]);
       } finally {
         await new Promise((resolve) => target.close(resolve));
@@ -234,7 +236,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
     }
 
     it('sends the same security headers on answers of every status class, from the API, the portal and the documentation', async () => {
-      const etag = (await app.call('GET', `/api/v1/studies/${world.code}`, { key: world.key })).headers.get('etag')!;
+      const etag = present((await app.call('GET', `/api/v1/studies/${world.code}`, { key: world.key })).headers.get('etag'), 'the ETag');
       const apiBase = `/api/v1/studies/${world.code}`;
       const requests: [string, number, () => Promise<{ status: number; headers: Headers; body: unknown }>][] = [
         ['the contract', 200, () => app.call('GET', '/api/v1/openapi.json')],
@@ -265,10 +267,11 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       }
       // 429: a key over its window (RATE_LIMIT_PER_MINUTE=5 on `small`).
       const { key } = await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Hasty' });
-      let last;
-      for (let i = 0; i < 6; i++) last = await small.call('GET', apiBase, { key });
-      expect(last!.status).to.equal(429);
-      expectSafeHeaders(last!.headers, 'too many requests');
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push(await small.call('GET', apiBase, { key }));
+      const last = at(answers, answers.length - 1);
+      expect(last.status).to.equal(429);
+      expectSafeHeaders(last.headers, 'too many requests');
     });
 
     it('answers an unexpected failure with 500 and its request id only, logging the stack; an unreachable database with 503 and Retry-After', async () => {
@@ -279,24 +282,24 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
         const key = generateKeyValue();
         const { result, stderr } = await capturingStderr(async () => {
           const response = await fetch(`${unmigrated.baseUrl}/api/v1/studies/${world.code}`, { headers: { authorization: `Bearer ${key}` } });
-          return { status: response.status, headers: response.headers, body: await response.json() };
+          return { status: response.status, headers: response.headers, body: await response.json() as Problem };
         });
         expect(result.status).to.equal(500);
         expectSafeHeaders(result.headers, '500');
-        await assertMatchesSpec(null, 500, result.headers.get('content-type')!, result.body);
+        await assertMatchesSpec(null, 500, result.headers.get('content-type') ?? '', result.body);
         expect(result.body).to.deep.include({ code: 'internal', request_id: result.headers.get('x-request-id') });
         expect(JSON.stringify(result.body)).to.not.match(/api_keys|select|sdx_no_such_schema|\.ts:\d+/);
-        const logged = JSON.parse(stderr.trim());
+        const logged = JSON.parse(stderr.trim()) as { error: string } & Record<string, unknown>;
         expect(logged).to.include({ level: 'error', request_id: result.body.request_id, method: 'GET', path: `/api/v1/studies/${world.code}` });
         expect(logged.error).to.match(/relation "api_keys" does not exist[\s\S]*\.ts:\d+/);
         expect(stderr, 'the key is not in the log').to.not.include(key);
 
         const unavailable = await fetch(`${down.baseUrl}/api/v1/studies/${world.code}`, { headers: { authorization: `Bearer ${key}` } });
-        const body = await unavailable.json();
+        const body = await unavailable.json() as unknown;
         expect(unavailable.status).to.equal(503);
         expectSafeHeaders(unavailable.headers, '503');
         expect(unavailable.headers.get('retry-after')).to.equal('5');
-        await assertMatchesSpec('getStudyDesign', 503, unavailable.headers.get('content-type')!, body);
+        await assertMatchesSpec('getStudyDesign', 503, unavailable.headers.get('content-type') ?? '', body);
       } finally {
         await Promise.all([unmigrated.close(), down.close()]);
       }
@@ -330,7 +333,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
   describe('API9 improper inventory management', () => {
     /** The rows of SECURITY.md's inventory table: `METHOD path`. */
     const inventory = (): string[] => {
-      const section = readFileSync('SECURITY.md', 'utf8').split(/^## /m).find((s) => s.startsWith('Inventory'))!;
+      const section = present(readFileSync('SECURITY.md', 'utf8').split(/^## /m).find((s) => s.startsWith('Inventory')), 'the inventory section');
       return [...section.matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \|/gm)].map((m) => `${m[1]} ${m[2]}`);
     };
 

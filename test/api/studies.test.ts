@@ -4,6 +4,8 @@ import * as yaml from 'js-yaml';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -36,6 +38,8 @@ const DEMO_CHECKS = [
   { code: 'vsdate_with_values', form: 'vs', field: 'vsdate', message: 'Enter the date of the measurements', action: 'reject' },
 ];
 
+type Design = AnswerOf<'getStudyDesign', 200>;
+
 describe('getStudyDesign', () => {
   let app: TestApp;
   let world: StudyWorld;
@@ -60,7 +64,7 @@ describe('getStudyDesign', () => {
   after(() => app.close());
 
   it('returns the study, the key\'s sites, the visits in order and every form with its fields exactly as in the design file', async () => {
-    const res = await app.call('GET', path(), { key: world.key });
+    const res = await app.call<Design>('GET', path(), { key: world.key });
     expect(res.status).to.equal(200);
     expect(res.body.study).to.deep.equal({
       code: 'DEMO', name: 'Demo: Hypertension add-on therapy, phase II', blinded: true, consent_required: true,
@@ -73,28 +77,29 @@ describe('getStudyDesign', () => {
   });
 
   it('shows a field\'s unit, range, decimals, options and table columns (spot checks against the file)', async () => {
-    const res = await app.call('GET', path(), { key: world.key });
-    const field = (form: string, code: string) => res.body.forms.find((f: { code: string }) => f.code === form).fields.find((f: { code: string }) => f.code === code);
+    const res = await app.call<Design>('GET', path(), { key: world.key });
+    const field = (form: string, code: string) =>
+      present(present(res.body.forms.find((f) => f.code === form), `form ${form}`).fields.find((f) => f.code === code), `field ${form}.${code}`);
     expect(field('vs', 'sbp')).to.deep.equal({ code: 'sbp', label: 'Systolic blood pressure', type: 'integer', unit: 'mm[Hg]', min: 70, max: 220, decimals: null, options: null, required: true, columns: null });
     expect(field('dm', 'height')).to.include({ type: 'decimal', unit: 'cm', min: 100, max: 250, decimals: 1 });
     expect(field('dm', 'sex').options).to.deep.equal([{ code: '1', label: 'Female' }, { code: '2', label: 'Male' }]);
-    expect(field('ae', 'events').columns.map((c: { code: string; type: string; required: boolean }) => [c.code, c.type, c.required]))
+    expect(field('ae', 'events').columns?.map((c) => [c.code, c.type, c.required]))
       .to.deep.equal([['term', 'text', true], ['onset', 'date', true], ['severity', 'choice', true], ['serious', 'yesno', true]]);
-    expect(field('ae', 'events').columns[2].options.map((o: { code: string }) => o.code)).to.deep.equal(['mild', 'moderate', 'severe']);
+    expect(at(present(field('ae', 'events').columns, 'the columns of events'), 2).options?.map((o) => o.code)).to.deep.equal(['mild', 'moderate', 'severe']);
   });
 
   it('hides the unblinded team\'s form, its visit slots and its edit checks from a key whose maker is blinded', async () => {
-    const res = await app.call('GET', path(), { key: blindedKey });
+    const res = await app.call<Design>('GET', path(), { key: blindedKey });
     expect(res.status).to.equal(200);
-    expect(res.body.forms.map((f: { code: string }) => f.code)).to.deep.equal(['dm', 'vs', 'lab_hem', 'lab_chem', 'mh', 'cm', 'ae']);
-    expect(res.body.visits[1].forms).to.deep.equal(['vs', 'lab_hem', 'lab_chem']);
+    expect(res.body.forms.map((f) => f.code)).to.deep.equal(['dm', 'vs', 'lab_hem', 'lab_chem', 'mh', 'cm', 'ae']);
+    expect(at(res.body.visits, 1).forms).to.deep.equal(['vs', 'lab_hem', 'lab_chem']);
     expect(JSON.stringify(res.body)).not.to.include('ip_alloc');
-    const unblinded = await app.call('GET', path(), { key: world.key });
-    expect(unblinded.body.forms.find((f: { code: string }) => f.code === 'ip_alloc')).to.deep.include({ team: 'unblinded' });
+    const unblinded = await app.call<Design>('GET', path(), { key: world.key });
+    expect(unblinded.body.forms.find((f) => f.code === 'ip_alloc')).to.deep.include({ team: 'unblinded' });
   });
 
   it('lists only the key\'s own sites', async () => {
-    const res = await app.call('GET', path(), { key: site02Key });
+    const res = await app.call<Design>('GET', path(), { key: site02Key });
     expect(res.status).to.equal(200);
     expect(res.body.sites).to.deep.equal([{ number: '02', name: 'Regional Clinic' }]);
   });
@@ -115,13 +120,13 @@ describe('getStudyDesign', () => {
           },
         ],
       });
-      d.visits[0].forms.push('dosing');
+      at(d.visits, 0).forms.push('dosing');
     });
     const types = await createStudyWorld(app.db.knex, design);
-    const res = await app.call('GET', `/api/v1/studies/${types.code}`, { key: types.key });
+    const res = await app.call<Design>('GET', `/api/v1/studies/${types.code}`, { key: types.key });
     expect(res.status).to.equal(200);
     expect(res.body.study.blinded).to.equal(false);
-    expect(res.body.forms.find((f: { code: string }) => f.code === 'dosing').fields).to.deep.equal([
+    expect(res.body.forms.find((f) => f.code === 'dosing')?.fields).to.deep.equal([
       { code: 'dose_time', label: 'Time of dose', type: 'time', unit: null, min: null, max: null, decimals: null, options: null, required: true, columns: null },
       { code: 'routes', label: 'Routes', type: 'multichoice', unit: null, min: null, max: null, decimals: null, options: [{ code: 'po', label: 'Oral' }, { code: 'iv', label: 'Intravenous' }], required: false, columns: null },
       { code: 'fasting', label: 'Fasting', type: 'yesno', unit: null, min: null, max: null, decimals: null, options: null, required: false, columns: null },
@@ -132,44 +137,44 @@ describe('getStudyDesign', () => {
         ],
       },
     ]);
-    expect(res.body.visits[0].forms).to.include('dosing');
+    expect(at(res.body.visits, 0).forms).to.include('dosing');
   });
 
   it('answers with an ETag, and 304 without a body to a matching If-None-Match', async () => {
-    const first = await app.call('GET', path(), { key: world.key });
-    const etag = first.headers.get('etag')!;
+    const first = await app.call<Design>('GET', path(), { key: world.key });
+    const etag = present(first.headers.get('etag'), 'the ETag');
     expect(etag).to.match(/^"[A-Za-z0-9_-]+"$/);
-    const again = await app.call('GET', path(), { key: world.key, headers: { 'if-none-match': etag } });
+    const again = await app.call<string>('GET', path(), { key: world.key, headers: { 'if-none-match': etag } });
     expect(again.status).to.equal(304);
     expect(again.body).to.equal('');
     expect(again.headers.get('etag')).to.equal(etag);
     for (const header of [`"other", ${etag}`, `W/${etag}`, '*']) {
-      expect((await app.call('GET', path(), { key: world.key, headers: { 'if-none-match': header } })).status, header).to.equal(304);
+      expect((await app.call<Design>('GET', path(), { key: world.key, headers: { 'if-none-match': header } })).status, header).to.equal(304);
     }
-    const stale = await app.call('GET', path(), { key: world.key, headers: { 'if-none-match': '"stale"' } });
+    const stale = await app.call<Design>('GET', path(), { key: world.key, headers: { 'if-none-match': '"stale"' } });
     expect(stale.status).to.equal(200);
     expect(stale.body).to.deep.equal(first.body);
   });
 
   it('gives the same ETag in every language, and another one per view of the design (sites, blinding)', async () => {
-    const en = await app.call('GET', path(), { key: world.key });
-    const ru = await app.call('GET', `${path()}?lang=ru`, { key: world.key });
+    const en = await app.call<Design>('GET', path(), { key: world.key });
+    const ru = await app.call<Design>('GET', `${path()}?lang=ru`, { key: world.key });
     expect(ru.status).to.equal(200);
     expect(ru.body).to.deep.equal(en.body);
     expect(ru.headers.get('etag')).to.equal(en.headers.get('etag'));
-    const blinded = await app.call('GET', path(), { key: blindedKey });
-    const site02 = await app.call('GET', path(), { key: site02Key });
+    const blinded = await app.call<Design>('GET', path(), { key: blindedKey });
+    const site02 = await app.call<Design>('GET', path(), { key: site02Key });
     const tags = new Set([en, blinded, site02].map((r) => r.headers.get('etag')));
     expect(tags.size).to.equal(3);
-    const notModified = await app.call('GET', path(), { key: blindedKey, headers: { 'if-none-match': en.headers.get('etag')! } });
+    const notModified = await app.call<Design>('GET', path(), { key: blindedKey, headers: { 'if-none-match': present(en.headers.get('etag'), 'the ETag') } });
     expect(notModified.status).to.equal(200);
   });
 
   it('changes the ETag when the study changes (enrolment closed), and 304 no longer applies', async () => {
-    const before = await app.call('GET', path(), { key: world.key });
+    const before = await app.call<Design>('GET', path(), { key: world.key });
     await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { enrolmentOpen: false }));
     try {
-      const after = await app.call('GET', path(), { key: world.key, headers: { 'if-none-match': before.headers.get('etag')! } });
+      const after = await app.call<Design>('GET', path(), { key: world.key, headers: { 'if-none-match': present(before.headers.get('etag'), 'the ETag') } });
       expect(after.status).to.equal(200);
       expect(after.body.study.enrolment_open).to.equal(false);
       expect(after.headers.get('etag')).not.to.equal(before.headers.get('etag'));
@@ -180,25 +185,25 @@ describe('getStudyDesign', () => {
 
   it('serves a read-only key and a write-only key alike', async () => {
     for (const key of [readOnlyKey, writeOnlyKey]) {
-      const res = await app.call('GET', path(), { key });
+      const res = await app.call<Design>('GET', path(), { key });
       expect(res.status).to.equal(200);
       expect(res.body.study.code).to.equal('DEMO');
     }
   });
 
   it('refuses without a key (401), for another study (404), with the API switched off (403) and with an unknown parameter (400)', async () => {
-    const none = await app.call('GET', path());
+    const none = await app.call<Problem>('GET', path());
     expect(none.status).to.equal(401);
     expect(none.body.code).to.equal('key_missing');
-    const other = await app.call('GET', path(), { key: otherStudyKey });
+    const other = await app.call<Problem>('GET', path(), { key: otherStudyKey });
     expect(other.status).to.equal(404);
     expect(other.body.code).to.equal('study_not_found');
-    const unknown = await app.call('GET', `${path()}?vesion=2`, { key: world.key });
+    const unknown = await app.call<Problem>('GET', `${path()}?vesion=2`, { key: world.key });
     expect(unknown.status).to.equal(400);
     expect(unknown.body.errors).to.deep.equal([{ pointer: '/query/vesion', code: 'unknown_parameter', message: 'Unknown parameter "vesion".' }]);
     await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { apiEnabled: false }));
     try {
-      const off = await app.call('GET', path(), { key: world.key });
+      const off = await app.call<Problem>('GET', path(), { key: world.key });
       expect(off.status).to.equal(403);
       expect(off.body.code).to.equal('api_disabled');
     } finally {

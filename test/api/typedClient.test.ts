@@ -19,6 +19,7 @@ import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { startContractProxy, type ContractProxy } from '../helpers/contractProxy.js';
 import { createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { at } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -88,7 +89,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     expect(result.results.map((r) => [r.index, r.status, r.code])).to.deep.equal([
       [0, 'ok', 'saved'], [1, 'warn', 'saved_with_queries'], [2, 'warn', 'saved_as_draft'], [3, 'ok', 'saved'], [4, 'skip', 'already_filled'],
     ]);
-    expect(result.results[1].queries_opened).to.equal(1);
+    expect(at(result.results, 1).queries_opened).to.equal(1);
     expect(result.counts).to.deep.equal({ ok: 2, warn: 2, skip: 1, error: 0 });
   });
 
@@ -104,14 +105,14 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       ['01-002', 'screening', 'vs', 'draft', 'api'],
       ['02-H7731', 'screening', 'vs', 'complete', 'api'],
     ]);
-    expect(rows[0].values).to.include({ sbp: '138', hr: '72' });
+    expect(at(rows, 0).values).to.include({ sbp: '138', hr: '72' });
     const queries = [];
     for await (const query of readRows(client, world.code, 'queries', { status: 'open' })) queries.push(query);
     expect(queries.map((q) => [q.subject, q.visit, q.field, q.origin])).to.deep.equal([['01-001', 'baseline', 'sbp', 'range']]);
     const trail: Row<'audit'>[] = [];
     for await (const row of readRows(client, world.code, 'audit', { subject: '01-001', form: 'vs', limit: 2 })) trail.push(row);
     expect(trail.filter((r) => r.action === 'query.opened').map((r) => [r.visit, r.field])).to.deep.equal([['baseline', 'sbp']]);
-    expect(trail.every((r, i) => i === 0 || r.position > trail[i - 1].position)).to.equal(true);
+    expect(trail.every((r, i) => i === 0 || r.position > at(trail, i - 1).position)).to.equal(true);
   });
 
   it('chains incremental loads on the stored watermark: upserts changed rows by id and deletes removed patients', async () => {
@@ -198,7 +199,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       entry: [{ resource: { resourceType: 'Patient' as const, id: 'p-1', gender: 'female' as const, birthDate: '1968-05-14' } }],
     };
     const importsOf = async (subject: string) => (await app.db.knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id')
-      .where('p.subject', subject).count<{ n: string }[]>({ n: '*' }))[0].n;
+      .where('p.subject', subject).count<{ n: string }[]>({ n: '*' })).at(0)?.n;
 
     it('sends a FHIR record again after its answer was lost, and gets the first answer back instead of a second import', async () => {
       const replayed: (string | null)[] = [];
@@ -218,7 +219,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       const waits: number[] = [];
       const result = await withIdempotentRetries(
         (key) => sendFhirRecord(lossy, world.code, '01-001', bundle, 'review', { idempotencyKey: key }),
-        { sleep: async (ms) => { waits.push(ms); } },
+        { sleep: (ms) => { waits.push(ms); return Promise.resolve(); } },
       );
       expect(waits).to.deep.equal([1000]);
       expect(replayed).to.deep.equal([null, 'true']);
@@ -244,7 +245,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       const result = await withIdempotentRetries((key) => (async () => unwrap(await flaky.POST('/api/v1/studies/{study_code}/records', {
         params: { path: { study_code: world.code }, header: { 'Idempotency-Key': key } },
         body: { records: [{ subject: '01-001', visit: 'week12', form: 'vs', values: { vsdate: '2026-05-25', sbp: '127', dbp: '81', hr: '70' } }] },
-      })))(), { sleep: async (ms) => { waits.push(ms); } });
+      })))(), { sleep: (ms) => { waits.push(ms); return Promise.resolve(); } });
       expect(waits).to.deep.equal([5000]);
       expect(result.results.map((r) => [r.status, r.code])).to.deep.equal([['ok', 'saved']]);
       expect(keys).to.have.length(2);
@@ -256,7 +257,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       const unknown = await withIdempotentRetries((key) => {
         calls++;
         return sendFhirRecord(client, world.code, '01-999', bundle, 'review', { idempotencyKey: key });
-      }, { sleep: async () => undefined }).catch((e: unknown) => e);
+      }, { sleep: () => Promise.resolve() }).catch((e: unknown) => e);
       expect(unknown).to.be.instanceOf(SdxApiError).and.include({ status: 422, code: 'unknown_subject' });
       expect(calls).to.equal(1);
 
@@ -264,7 +265,7 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       const down = await withIdempotentRetries(async () => {
         tries++;
         throw new TypeError('fetch failed');
-      }, { attempts: 3, sleep: async () => undefined }).catch((e: unknown) => e);
+      }, { attempts: 3, sleep: () => Promise.resolve() }).catch((e: unknown) => e);
       expect(down).to.be.instanceOf(TypeError);
       expect(tries).to.equal(3);
     });

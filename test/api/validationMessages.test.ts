@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import type { components } from '../../generated/openapi.js';
+import type { Problem } from '../helpers/answerTypes.js';
 import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -13,12 +15,12 @@ describe('refusals by the contract name the allowed values, the format and the v
   let app: TestApp;
   let world: StudyWorld;
   const enrolment = (over: Record<string, unknown> = {}) => ({ site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-01-15', ...over });
-  const enrol = (body: unknown, lang = 'en') => app.call('POST', `/api/v1/studies/${world.code}/patients?lang=${lang}`, { key: world.key, body });
-  const list = (query: string) => app.call('GET', `/api/v1/studies/${world.code}/patients?${query}`, { key: world.key });
+  const enrol = (body: unknown, lang = 'en') => app.call<Problem>('POST', `/api/v1/studies/${world.code}/patients?lang=${lang}`, { key: world.key, body });
+  const list = (query: string) => app.call<Problem>('GET', `/api/v1/studies/${world.code}/patients?${query}`, { key: world.key });
   const entryAt = (body: { errors?: components['schemas']['ProblemError'][] }, pointer: string) => {
     const entry = body.errors?.find((e) => e.pointer === pointer);
     expect(entry, `an entry at ${pointer} in ${JSON.stringify(body.errors)}`).to.not.equal(undefined);
-    return entry!;
+    return present(entry, `an entry at ${pointer}`);
   };
 
   before(async () => {
@@ -87,13 +89,13 @@ describe('refusals by the contract name the allowed values, the format and the v
   });
 
   it('minItems: an empty list of records names the least number of items', async () => {
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/records?lang=ru`, { key: world.key, body: { records: [] } });
+    const res = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/records?lang=ru`, { key: world.key, body: { records: [] } });
     expect(res.status).to.equal(422);
     expect(res.body.errors).to.deep.equal([{ pointer: '/records', code: 'minItems', message: 'Число элементов "records" должно быть не меньше 1; получено 0.' }]);
   });
 
   it('a member deep in the body is named by its path', async () => {
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { sbp: 120 } }] } });
+    const res = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { sbp: 120 } }] } });
     expect(res.status).to.equal(422);
     expect(res.body.errors).to.deep.equal([{
       pointer: '/records/0/values/sbp', code: 'type', received: '120',
@@ -125,7 +127,7 @@ describe('refusals by the contract name the allowed values, the format and the v
   });
 
   it('path parameters: a file name off its pattern names the pattern and the parameter\'s example', async () => {
-    const res = await app.call('GET', '/api/v1/docs/assets/Swagger.CSS?lang=ru');
+    const res = await app.call<Problem>('GET', '/api/v1/docs/assets/Swagger.CSS?lang=ru');
     expect(res.status).to.equal(400);
     expect(res.body.code).to.equal('invalid_parameter');
     expect(res.body.errors).to.deep.equal([{
