@@ -52,10 +52,9 @@ export async function startServer(): Promise<Server> {
     setTimeout(() => process.exit(1), SHUTDOWN_MS).unref();
     // Requests waiting for a database that is gone would hold the listener open: after a while, they are cut.
     const drained = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
-    server.close(async () => {
+    server.close(() => {
       clearTimeout(drained);
-      await db.close();
-      process.exit(0);
+      void db.close().then(() => process.exit(0));
     });
     server.closeIdleConnections();
   };

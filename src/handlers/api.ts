@@ -1,5 +1,4 @@
 import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
-import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
 import type { KeyRight } from '../domain/apiKeys/keyAccess.js';
@@ -46,7 +45,7 @@ const ALWAYS_ALLOWED_QUERY = new Set(['lang']);
  * malformed parameters rather than sent to the database, where they would fail the whole request.
  */
 function unstorableParameters(c: Context): FieldError[] {
-  const locations = { query: c.request.query ?? {}, path: c.request.params ?? {} };
+  const locations = { query: (c.request.query ?? {}) as Record<string, unknown>, path: (c.request.params ?? {}) as Record<string, unknown> };
   return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
     .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
     .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));
@@ -96,11 +95,11 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
 
   api.register({
     unauthorizedHandler: (c: Context) => {
-      throw (c.security as Record<string, { error?: unknown }>).ApiKey?.error ?? new DomainError('key_missing');
+      throw (c.security as Record<string, { error?: Error }>).ApiKey?.error ?? new DomainError('key_missing');
     },
     postSecurityHandler: async (c: Context, ctx: KoaContext) => {
       if (!c.security?.authorized || !ctx.state.key) return;
-      const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
+      const call = { studyCode: String((c.request.params as Record<string, string | undefined>).study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
       const request = await keyRequestOf(ctx);
       const { rate, study, refusal } = admissionOf(request, call, services.config.rateLimitPerMinute);
       ctx.set('RateLimit-Limit', String(rate.limit));
@@ -114,7 +113,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
       if (c.operation.operationId === 'submitFormRecords' && Array.isArray(records) && records.length > 500) {
         throw new DomainError('too_many_records', { max: 500, count: records.length });
       }
-      const errors = (c.validation.errors ?? []) as ErrorObject[];
+      const errors = c.validation.errors ?? [];
       // A FHIR body that is JSON but no resource (an array, an object without resourceType) is "not FHIR JSON".
       if (c.operation.operationId === 'importFhirRecord' && errors.every((e) => e.instancePath.startsWith('/requestBody'))) {
         throw new DomainError('fhir_not_fhir', { reason: 'the body is not a FHIR resource with a resourceType (send a Bundle, a resource or NDJSON)' });
@@ -126,7 +125,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
         ...ALWAYS_ALLOWED_QUERY,
         ...((c.operation.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
       ]);
-      const unknown = Object.keys(c.request.query ?? {}).filter((name) => !known.has(name));
+      const unknown = Object.keys((c.request.query ?? {}) as Record<string, unknown>).filter((name) => !known.has(name));
       const errors: FieldError[] = [
         ...unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })),
         ...unstorableParameters(c),
@@ -157,7 +156,7 @@ export async function createApi(services: Services): Promise<OpenAPIBackend> {
         return;
       }
       if (services.config.validateResponses && reply.status !== 304) {
-        const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
+        const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) as unknown : reply.body;
         const result = c.api.validateResponse(body, c.operation, reply.status);
         if (result.errors) throw new Error(`response of ${c.operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
       }

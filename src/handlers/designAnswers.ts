@@ -19,7 +19,10 @@ const answers = new Map<string, DesignAnswer>();
  * them the key sees (its sites, and whether its maker is unblinded). The same inputs give the same text.
  */
 function viewOf(study: StudyRow, sites: SiteRow[], key: KeyContext): string {
-  const { design: _byHash, structure: _sites, ...row } = study;
+  // The design is known by its hash, the structure by the sites given.
+  const row: Partial<StudyRow> = { ...study };
+  delete row.design;
+  delete row.structure;
   return JSON.stringify([row, sites, key.siteIds, key.makerUnblinded]);
 }
 

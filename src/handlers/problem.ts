@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.js';
 import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { detailOf, translate, type Lang } from './messages/index.js';
+import { detailOf, paramText, translate, type Lang } from './messages/index.js';
 
 /**
  * The only place that knows HTTP status: a stable error code maps to its status here, and to
@@ -115,7 +115,7 @@ export function isRefusal(error: unknown): error is DomainError {
 /** Localizes one field error; `field.<code>` texts exist for codes shared by many places, `params.variant` picks a wording. */
 export function fieldMessage(lang: Lang, error: FieldError): string {
   const variant = error.params?.variant;
-  return translate(lang, `field.${error.code}${variant ? `.${String(variant)}` : ''}`, error.params ?? {});
+  return translate(lang, `field.${error.code}${variant ? `.${paramText(variant)}` : ''}`, error.params ?? {});
 }
 
 /**

@@ -34,7 +34,7 @@ const ROUTES_REMEMBERED = 1000;
  * not change while the process runs, so the operation found for a method and path is remembered.
  */
 export function rememberRoutes(router: OpenAPIRouter): void {
-  const match = router.matchOperation.bind(router) as (req: Request, strict?: boolean) => ReturnType<typeof router.matchOperation>;
+  const match = (req: Request, strict?: boolean) => (strict ? router.matchOperation(req, true) : router.matchOperation(req));
   const found = new Map<string, NonNullable<ReturnType<typeof router.matchOperation>>>();
   router.matchOperation = ((req: Request, strict?: boolean) => {
     const key = `${req.method} ${req.path}`;
@@ -88,7 +88,7 @@ function copyOfPlainQuery(query: Record<string, unknown>): Record<string, unknow
     const value = query[name];
     if (Array.isArray(value)) {
       if (value.some((item) => typeof item === 'object' && item !== null)) return undefined;
-      copy[name] = [...value];
+      copy[name] = [...(value as unknown[])];
     } else if (typeof value === 'object' && value !== null) {
       return undefined;
     } else {
@@ -124,7 +124,7 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
   };
 
   router.parseRequest = (req: Request, operation?: Operation): ParsedRequest => {
-    const query = typeof req.query === 'object' && req.query !== null ? copyOfPlainQuery(req.query as Record<string, unknown>) : undefined;
+    const query = typeof req.query === 'object' && req.query !== null ? copyOfPlainQuery(req.query) : undefined;
     const parameters = operation ? pathParameters(operation.path) : undefined;
     const plainBody = req.body === undefined || typeof req.body === 'object';
     if (!query || !plainBody || (operation && (!parameters || isStyled(operation)))) return libraryParse(req, operation);
@@ -148,8 +148,8 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
     parsed.params = params;
     parsed.headers = headers;
     parsed.query = query;
-    parsed.cookies = Object.create(noCookies);
-    parsed.requestBody = req.body;
+    parsed.cookies = Object.create(noCookies) as Record<string, string>;
+    parsed.requestBody = req.body as unknown;
     return parsed;
   };
 }

@@ -38,7 +38,7 @@ export function labelWithUnit(field: { label: string; unit?: string }): string {
  * so that no digit is rounded, dates and times as ISO 8601 strings.
  */
 export function fieldColumn(itemOID: string, name: string, field: ColumnDef): DatasetColumn {
-  const base = { itemOID, name, label: labelWithUnit(field as { label: string; unit?: string }) };
+  const base = { itemOID, name, label: labelWithUnit(field) };
   switch (field.type) {
     case 'integer':
       return { ...base, dataType: 'integer', length: numberLength(field, 0) };

@@ -60,7 +60,7 @@ import type {
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 import { dayNumber, instantOf, localDate, normaliseEffective } from './fhirDates.js';
 import { countItems, type FhirImportCounts, type FhirImportItem, type ItemCoding, type SkipReason } from './fhirImportItem.js';
-import { indexEntries, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries } from './fhirReferences.js';
 import { toCellValue, toFieldValue } from './fieldValues.js';
 import { HISTORY_TYPES, historyRow, type HistoryRow, type HistorySource } from './historyRows.js';
 import { observedValues, originalOf, type ObservedValue } from './observationValues.js';

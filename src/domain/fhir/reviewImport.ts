@@ -49,7 +49,7 @@ import type {
 } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
-import { currentRecords, itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
+import { itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
 
 type Stores = {
   studies: StudyStore; people: PeopleStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore;

@@ -15,14 +15,14 @@ function toColumn(f: ColumnDef): Wire['TableColumn'] {
     decimals: 'decimals' in f ? f.decimals ?? null : null,
     options: 'options' in f ? f.options.map((o) => ({ code: o.code, label: o.label })) : null,
     required: f.required,
-  } as Wire['TableColumn'];
+  };
 }
 
 function toField(f: FieldDef): Wire['Field'] {
   if (f.type === 'table') {
     return { code: f.code, label: f.label, type: 'table', unit: null, min: null, max: null, decimals: null, options: null, required: f.required, columns: f.columns.map(toColumn) };
   }
-  return { ...toColumn(f), columns: null } as Wire['Field'];
+  return { ...toColumn(f), columns: null };
 }
 
 /** The design call's body: the design as the key may see it, in the wire shape of the spec. */

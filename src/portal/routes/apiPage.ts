@@ -8,7 +8,7 @@ import { changeStudySettings } from '../../domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
 import type { Services } from '../../handlers/requestState.js';
-import { formFields } from '../formBody.js';
+import { fieldText, formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
@@ -25,7 +25,7 @@ const EMPTY_FORM: KeyForm = { name: '', read: false, write: true, enrol: false, 
 
 function keyFormOf(body: Record<string, unknown>): KeyForm {
   const sites = body.sites === undefined ? [] : ([] as unknown[]).concat(body.sites).map(String);
-  return { name: String(body.name ?? ''), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
+  return { name: fieldText(body.name), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
 }
 
 /** The study's API page for its managers (issue 7, point 2): keys, the API switch and the last reads. */
