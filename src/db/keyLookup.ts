@@ -42,7 +42,12 @@ function batched<I, O>(inFlightMost: number, run: (items: I[]) => Promise<O[]>):
     inFlight++;
     try {
       const answers = await run(batch.map((w) => w.item));
-      batch.forEach((w, i) => w.resolve(answers[i]));
+      batch.forEach((w, i) => {
+        const answer = answers[i];
+        // `run` answers every item, in order: an answer missing is its bug, and that request fails rather than hangs.
+        if (answer === undefined) w.reject(new Error('a batched statement gave no answer for a request'));
+        else w.resolve(answer);
+      });
     } catch (error) {
       for (const w of batch) w.reject(error);
     } finally {

@@ -73,8 +73,10 @@ export function createReadAhead(removalMark: RemovalMark, now: () => number = Da
         let rows: Row[] | undefined;
         if (read && now() - read.at <= READ_AHEAD_MS) rows = await served<Row>(read, scope.studyId);
         rows ??= await query(scope, filters, page);
-        if (rows.length === page.limit && page.limit >= 2) {
-          const next = { ...page, afterId: rows[page.limit - 2].id };
+        // A full page: its second-last row starts the next page (a page of one has none).
+        const nextAfter = rows.length === page.limit ? rows[page.limit - 2] : undefined;
+        if (nextAfter) {
+          const next = { ...page, afterId: nextAfter.id };
           keep(keyOf(scope, filters, next), scope.studyId, () => query(scope, filters, next));
         }
         return rows;

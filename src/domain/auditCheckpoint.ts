@@ -42,7 +42,7 @@ export function checkAgainstCheckpoint(chain: { hash: string | null }[], stored:
   if (!signatureValid) return { problem: 'checkpoint_signature_invalid', checkpointAt };
   if (chain.length < checkpoint.rows) return { problem: 'missing_after_checkpoint', missingFrom: chain.length + 1, missingTo: checkpoint.rows, checkpointAt };
   // Each hash covers every row before it: the row at the checkpoint's position having its hash proves rows 1..N unchanged.
-  if (checkpoint.rows > 0 && chain[checkpoint.rows - 1].hash !== checkpoint.lastHash) {
+  if (checkpoint.rows > 0 && chain[checkpoint.rows - 1]?.hash !== checkpoint.lastHash) {
     return { problem: 'diverged_from_checkpoint', row: checkpoint.rows, checkpointAt };
   }
   return undefined;

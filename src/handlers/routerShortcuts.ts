@@ -34,17 +34,17 @@ const ROUTES_REMEMBERED = 1000;
  * not change while the process runs, so the operation found for a method and path is remembered.
  */
 export function rememberRoutes(router: OpenAPIRouter): void {
-  const match = (req: Request, strict?: boolean) => (strict ? router.matchOperation(req, true) : router.matchOperation(req));
+  const match = router.matchOperation.bind(router);
   const found = new Map<string, NonNullable<ReturnType<typeof router.matchOperation>>>();
-  router.matchOperation = ((req: Request, strict?: boolean) => {
+  router.matchOperation = (req: Request, strict?: boolean) => {
     const key = `${req.method} ${req.path}`;
-    const operation = found.get(key) ?? match(req, strict);
+    const operation = found.get(key) ?? match(req, strict ?? false);
     if (operation && !found.has(key)) {
       if (found.size >= ROUTES_REMEMBERED) found.clear();
       found.set(key, operation);
     }
     return operation;
-  }) as typeof router.matchOperation;
+  };
 }
 
 type Operation = NonNullable<Parameters<OpenAPIRouter['parseRequest']>[1]>;
@@ -129,18 +129,18 @@ export function parseRequestsQuickly(router: OpenAPIRouter): void {
     const plainBody = req.body === undefined || typeof req.body === 'object';
     if (!query || !plainBody || (operation && (!parameters || isStyled(operation)))) return libraryParse(req, operation);
     const headers: Record<string, string | string[]> = {};
-    for (const name of Object.keys(req.headers ?? {})) {
+    for (const [name, value] of Object.entries(req.headers ?? {})) {
       if (name === PROTOTYPE_KEY) return libraryParse(req, operation);
-      headers[name.toLowerCase()] = req.headers[name];
+      headers[name.toLowerCase()] = value;
     }
     if (headers.cookie !== undefined) return libraryParse(req, operation);
 
     let path = req.path?.trim() || '';
     if (!path.startsWith('/')) path = `/${path}`;
-    path = path.split('?')[0];
+    path = path.split('?', 1)[0] ?? '';
     const params: Record<string, string> = {};
     const values = parameters?.pattern.exec(router.normalizePath(path));
-    if (parameters && values) parameters.names.forEach((name, i) => { params[name] = decodeURIComponent(values[i + 1]); });
+    if (parameters && values) parameters.names.forEach((name, i) => { params[name] = decodeURIComponent(values[i + 1] ?? ''); });
     // Object.assign, then members one by one, rather than a spread literal that also sets members (rowToKeyWithMaker says why).
     const parsed = Object.assign({}, req) as ParsedRequest;
     parsed.path = path;

@@ -8,6 +8,8 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
+import { tableOf } from './cellField.js';
+import { itemAt } from './itemAt.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
@@ -93,9 +95,9 @@ export async function importFhirRecord(
     // A record refused by a check saves none of its items: they stay `new`, waiting for the site's review.
     outcomes.forEach((outcome, i) => {
       if (outcome.status !== 'ok' && outcome.status !== 'warn') return;
-      for (const position of records[i].positions) {
-        const item = items[position];
-        const field = item.row === null ? item.field! : item.field!.split('.')[0];
+      for (const position of records[i]?.positions ?? []) {
+        const item = itemAt(items, position);
+        const field = item.row === null ? item.field! : tableOf(item.field!);
         if (!outcome.notFilled.includes(field)) item.state = 'saved';
       }
     });

@@ -1,4 +1,5 @@
 import type { StudyDesign } from '../studyDesign/types.js';
+import { tableOf } from './cellField.js';
 import { dayNumber, localDate } from './fhirDates.js';
 import type { FhirImportItem } from './fhirImportItem.js';
 
@@ -17,7 +18,7 @@ export interface ItemPlacement { code: PlacementCode; day: number }
  */
 export function adverseEventCandidates(design: StudyDesign): (item: Pick<FhirImportItem, 'row' | 'form' | 'field'>) => boolean {
   const tables = new Set(design.fhir_mapping.conditions.flatMap((m) => (m.onset_after_enrolment ? [`${m.onset_after_enrolment.form}|${m.onset_after_enrolment.field}`] : [])));
-  return (item) => item.row !== null && item.field !== null && tables.has(`${item.form}|${item.field.split('.')[0]}`);
+  return (item) => item.row !== null && item.field !== null && tables.has(`${item.form}|${tableOf(item.field)}`);
 }
 
 /**

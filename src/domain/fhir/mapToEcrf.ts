@@ -404,8 +404,10 @@ function stateOf(value: string, saved: string | null, numeric: boolean): 'new' |
  */
 function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
   const { candidates } = place;
-  let winner = candidates[0];
-  for (const candidate of candidates.slice(1)) {
+  const [first, ...rest] = candidates;
+  if (!first) return; // a place is made for its first candidate, which is pushed at once
+  let winner = first;
+  for (const candidate of rest) {
     if (compareRanks(rank(candidate, place), rank(winner, place)) < 0) winner = candidate;
   }
   const saved = savedAt(place.slot, place.form, place.field.code);
@@ -500,7 +502,10 @@ function rank(candidate: Candidate, place: Place): number[] {
 }
 
 function compareRanks(a: number[], b: number[]): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  for (const [i, x] of a.entries()) {
+    const y = b[i] ?? 0;
+    if (x !== y) return x - y;
+  }
   return 0;
 }
 
@@ -528,7 +533,7 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
       const original = { value: typeof sourceValue.value === 'boolean' ? String(sourceValue.value) : sourceValue.value, unit: null };
       const base = { ...placed.base, original };
       const place = { form, field: `${table.code}.${column}`, row: rowIndex, visit: slot.visit.code, instance: INSTANCE, unit: unitOf(columnDef) };
-      const saved = match === null ? null : savedRows[match][column];
+      const saved = match === null ? null : savedRows[match]?.[column] ?? null;
       const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate, sourceValue.mark);
       if (!converted.ok) {
         placed.part.items.push(skippedAt(base, place, converted.reason, saved));

@@ -89,6 +89,7 @@ export async function readPage<Row extends { id: number }>(
   const fetched = await fetch(scope, filters, { afterId: position.afterId, limit: request.limit + 1, updatedSince });
   const rows = fetched.slice(0, request.limit);
   const more = fetched.length > request.limit;
+  const last = rows.at(-1);
   const removed = !request.after && updatedSince ? await stores.reads.removals(scope, filters, updatedSince) : [];
   await stores.readLog.logRead({
     keyId: key.keyId,
@@ -99,7 +100,7 @@ export async function readPage<Row extends { id: number }>(
   });
   return {
     rows,
-    next: more ? encodeToken({ afterId: rows[rows.length - 1].id, watermark: position.watermark }, digest) : null,
+    next: more && last ? encodeToken({ afterId: last.id, watermark: position.watermark }, digest) : null,
     watermark: position.watermark,
     removed,
   };

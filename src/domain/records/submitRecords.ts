@@ -274,7 +274,11 @@ async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, sourc
     checkCode: q.checkCode, message: q.message, openedBy: authorOf(actor),
   })));
   const queryIds = await stores.queries.insert(newQueries);
-  changes.flatMap((c) => c.opened).forEach((q, i) => { q.id = queryIds[i]; });
+  changes.flatMap((c) => c.opened).forEach((q, i) => {
+    const id = queryIds[i];
+    if (id === undefined) throw new Error('the query store returned fewer ids than queries'); // it returns one per query, in order
+    q.id = id;
+  });
   await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)));
   await stores.audit.append(changes.flatMap((c) => trailOf(actor, study, c)));
 }
@@ -345,7 +349,7 @@ function trailOf(actor: Actor, study: StudyRow, c: Change): AuditEntry[] {
     auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),
   );
   if (c.evaluation.statusChanged) entries.push(auditEntry(actor, study.id, { ...base, action: 'record.status_changed', newValue: c.evaluation.status }));
-  c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i].message, details: { query_id: q.id } })));
+  c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i]?.message, details: { query_id: q.id } })));
   for (const q of c.plan.toClose) entries.push(auditEntry(actor, study.id, { ...base, action: 'query.closed', fieldCode: q.fieldCode, details: { query_id: q.id, why: 'cause corrected' } }));
   return entries;
 }

@@ -382,7 +382,7 @@ function elementScope(source: unknown, scope: VarScope | null): VarScope | null 
 function checkVarName(name: string | number, at: string, scope: VarScope | null, out: FieldError[]): void {
   if (scope === null) return;
   // A dotted name reads into a value (a table row's column): its first segment must be in scope.
-  const head = String(name).split('.')[0];
+  const head = String(name).split('.', 1)[0] ?? '';
   if (!scope.names.has(head)) {
     out.push(problem(at, 'unknown_variable', `The rule reads "${name}", which names no ${scope.describe}.`));
   }

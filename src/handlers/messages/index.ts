@@ -22,7 +22,7 @@ export function negotiateLang(queryLang: unknown, acceptLanguage: string | undef
   const preferred = (acceptLanguage ?? '')
     .split(',')
     .map((part) => {
-      const [tag, ...attrs] = part.trim().toLowerCase().split(';');
+      const [tag = '', ...attrs] = part.trim().toLowerCase().split(';');
       const q = attrs.map((a) => a.trim()).find((a) => a.startsWith('q='));
       return { base: tag.split('-')[0], q: q ? Number(q.slice(2)) : 1 };
     })

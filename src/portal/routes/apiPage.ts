@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { pathSegment } from '../pathSegment.js';
 import { createApiKey, KEY_TERMS } from '../../domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../../domain/apiKeys/listApiKeys.js';
 import { listReads } from '../../domain/apiKeys/listReads.js';
@@ -33,7 +34,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
   const knex = services.db.knex;
 
   async function managerAccess(ctx: PortalContext): Promise<StaffAccess> {
-    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    const access = await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study));
     requireManager(access);
     return access;
   }

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { pathSegment } from '../pathSegment.js';
 import { DomainError } from '../../domain/errors.js';
 import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/reviewImport.js';
 import { importReview, type ImportReview } from '../../domain/patients/importReview.js';
@@ -43,7 +44,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   // Read inside one transaction: the import's items and the patient's saved values come from one snapshot.
   const reviewOf = (access: StaffAccess, ctx: PortalContext) => {
     const number = pathNumber(ctx.params.number);
-    return inTransaction(knex, (stores) => importReview(stores, access, ctx.params.subject, number));
+    return inTransaction(knex, (stores) => importReview(stores, access, pathSegment(ctx.params.subject), number));
   };
 
   async function showPage(ctx: PortalContext, access: StaffAccess, error: DomainError | null = null, status = 200): Promise<void> {
@@ -55,15 +56,15 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   }
 
   router.get(path, signedIn, async (ctx) => {
-    await showPage(ctx, await staffAccess(createStores(knex), person(ctx).id, ctx.params.study));
+    await showPage(ctx, await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study)));
   });
 
   router.post(path, signedIn, async (ctx) => {
-    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    const access = await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study));
     const form = formFields(ctx);
     const decision = form.decision as Decision;
     if (!['confirm_chosen', 'confirm_all', 'reject'].includes(decision)) throw new DomainError('portal_bad_form');
-    const ref = { study: access.study.code, subject: ctx.params.subject, number: pathNumber(ctx.params.number) };
+    const ref = { study: access.study.code, subject: pathSegment(ctx.params.subject), number: pathNumber(ctx.params.number) };
     const user = person(ctx);
     try {
       await inTransaction(knex, async (stores) => {
