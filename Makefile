@@ -18,17 +18,19 @@ node_modules/.installed: package.json package-lock.json
 
 install: node_modules/.installed
 
-## Types generated from the contract; never edited by hand. The typed client (clients/typescript)
+## Types generated from the contract, and the study design's from its JSON Schema; never edited by hand. The typed client (clients/typescript)
 ## carries its own copy, so the package stands alone; in it a member with a default stays optional,
 ## because a client may leave it out (the service sees it filled in, hence the server's default).
 CLIENT_TYPES := npx openapi-typescript spec/openapi.yaml -o clients/typescript/src/schema.ts --default-non-nullable false
 gen: install
 	npx openapi-typescript spec/openapi.yaml -o generated/openapi.d.ts
 	$(CLIENT_TYPES)
+	npx tsx scripts/generateDesignTypes.ts
 
 gen-check: install
 	npx openapi-typescript spec/openapi.yaml -o generated/openapi.d.ts --check
 	$(CLIENT_TYPES) --check
+	npx tsx scripts/generateDesignTypes.ts --check
 
 lint: install
 	npx redocly lint spec/openapi.yaml

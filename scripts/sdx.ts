@@ -104,7 +104,7 @@ async function runOverHttp(json: boolean | undefined, command: () => Promise<Out
 }
 
 /** The language of refusals: SDX_LANG=ru or en (English when unset), as `lang` is for the API. */
-const lang = negotiateLang(process.env.SDX_LANG, undefined);
+const lang = negotiateLang(process.env.SDX_LANG, () => false);
 
 /** A refusal in the same words the API and the portal use, with each field issue localized the same way. */
 function printFailure(error: unknown, json: boolean | undefined): void {

@@ -86,7 +86,7 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
   app.use(async (ctx, next) => {
     ctx.state.services = services;
     ctx.state.requestId = randomUUID();
-    ctx.state.lang = negotiateLang(ctx.query.lang, ctx.get('accept-language'));
+    ctx.state.lang = negotiateLang(ctx.query.lang, (...langs) => ctx.acceptsLanguages(...langs));
     ctx.set('X-Request-Id', ctx.state.requestId);
     ctx.set(securityHeaders(services.config));
     try {

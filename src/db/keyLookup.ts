@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import type { Knex } from 'knex';
 import type { CountReceipt, KeyGate } from '../domain/apiKeys/admission.js';
 import { findKeysForRequests, type KeyRequestAt } from './apiKeys.js';
@@ -18,66 +19,46 @@ const TAKE_BACKS_IN_FLIGHT = 1;
 /** Requests one statement serves at most. */
 const BATCH_MOST = 200;
 
-interface Waiting<I, O> {
-  item: I;
-  resolve(answer: O): void;
-  reject(error: unknown): void;
-}
-
 /**
- * A statement over a batch of requests, gathered per service process. It is sent once the current
- * turn of the event loop has read what came in (setImmediate), so the requests that arrived together
- * go together; an idle service adds no wait beyond that turn. While `inFlightMost` statements run, the requests that
- * arrive wait for the next one. Each request is still judged by a statement that started after it
- * arrived, so a revocation committed before a request reached the service refuses it. On this machine
- * a database round trip costs far more than the SQL it runs (bench/README.md).
+ * A statement over a batch of requests, gathered per service process by DataLoader (no caching: every
+ * request is looked up and counted). A batch is sent once the current turn of the event loop has read what
+ * came in (setImmediate), so the requests that arrived together go together; an idle service adds no wait
+ * beyond that turn. While `inFlightMost` statements run, the batch stays open and the requests that arrive
+ * join it, up to BATCH_MOST; it is sent when a statement ends. Each request is still judged by a statement
+ * that started after it arrived, so a revocation committed before a request reached the service refuses it.
+ * On this machine a database round trip costs far more than the SQL it runs (bench/README.md).
  */
-function batched<I, O>(inFlightMost: number, run: (items: I[]) => Promise<O[]>): (item: I) => Promise<O> {
-  const waiting: Waiting<I, O>[] = [];
+function batched<I, O>(inFlightMost: number, run: (items: readonly I[]) => Promise<O[]>): (item: I) => Promise<O> {
   let inFlight = 0;
-  let sendScheduled = false;
+  const waitingBatches: (() => void)[] = [];
 
-  async function send(): Promise<void> {
-    const batch = waiting.splice(0, BATCH_MOST);
-    inFlight++;
-    try {
-      const answers = await run(batch.map((w) => w.item));
-      batch.forEach((w, i) => {
-        const answer = answers[i];
-        // `run` answers every item, in order: an answer missing is its bug, and that request fails rather than hangs.
-        if (answer === undefined) w.reject(new Error('a batched statement gave no answer for a request'));
-        else w.resolve(answer);
-      });
-    } catch (error) {
-      for (const w of batch) w.reject(error);
-    } finally {
-      inFlight--;
-      sendSoon();
+  function sendWhenFree(send: () => void): void {
+    if (inFlight < inFlightMost) {
+      inFlight++;
+      send();
+    } else {
+      waitingBatches.push(send);
     }
   }
 
-  /** Sends the waiting requests after this turn's input, unless a statement runs: its end sends them. */
-  function sendSoon(): void {
-    if (sendScheduled || waiting.length === 0 || inFlight >= inFlightMost) return;
-    sendScheduled = true;
-    setImmediate(() => {
-      sendScheduled = false;
-      void send();
-    });
-  }
-
-  return (item) => new Promise((resolve, reject) => {
-    waiting.push({ item, resolve, reject });
-    sendSoon();
-  });
+  const loader = new DataLoader<I, O>(async (items) => {
+    try {
+      return await run(items);
+    } finally {
+      inFlight--;
+      const next = waitingBatches.shift();
+      if (next) sendWhenFree(next);
+    }
+  }, { cache: false, maxBatchSize: BATCH_MOST, batchScheduleFn: (send) => setImmediate(() => sendWhenFree(send)) });
+  return (item) => loader.load(item);
 }
 
 export type KeyLookup = KeyGate;
 
 /** The request path's key look-ups with their counts (at `ratePerMinute` a key), and the rare counts taken back, of one service process, each gathered into batches. */
 export function createKeyLookup(knex: Knex, ratePerMinute: number): KeyLookup {
-  const find = batched(FINDING_IN_FLIGHT, (requests: KeyRequestAt[]) => findKeysForRequests(knex, requests, ratePerMinute));
-  const takeBack = batched(TAKE_BACKS_IN_FLIGHT, async (receipts: CountReceipt[]) => {
+  const find = batched(FINDING_IN_FLIGHT, (requests: readonly KeyRequestAt[]) => findKeysForRequests(knex, requests, ratePerMinute));
+  const takeBack = batched(TAKE_BACKS_IN_FLIGHT, async (receipts: readonly CountReceipt[]) => {
     await takeBackCounts(knex, receipts);
     return receipts.map(() => undefined);
   });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
 import type { SiteRow, StudyRow } from '../domain/stores.js';
 import { designForKey } from '../domain/studies/designForKey.js';
@@ -10,9 +11,8 @@ export interface DesignAnswer {
   etag: string;
 }
 
-/** Enough for every view of every study a deployment serves; past it, the memory starts again. */
-const ANSWERS_KEPT = 1000;
-const answers = new Map<string, DesignAnswer>();
+/** Enough for every view of every study a deployment serves; past it, the views least asked for are dropped. */
+const answers = new LRUCache<string, DesignAnswer>({ max: 1000 });
 
 /**
  * Everything the design answer is made of: the study's own row (design by hash), its sites, and what of
@@ -37,7 +37,6 @@ export function designAnswer(study: StudyRow, sites: SiteRow[], key: KeyContext)
   if (!answer) {
     const body = new SerializedJson<ReturnType<typeof toStudyDesignDto>>(JSON.stringify(toStudyDesignDto(study, designForKey(study, sites, key))));
     answer = { body, etag: `"${createHash('sha256').update(body.text).digest('base64url').slice(0, 32)}"` };
-    if (answers.size >= ANSWERS_KEPT) answers.clear();
     answers.set(view, answer);
   }
   return answer;

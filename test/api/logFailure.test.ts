@@ -40,7 +40,7 @@ describe('logFailure: the API and the portal log an unknown failure once, and an
     const mine = stderr.split('\n').filter((line) => line.includes(requestId));
     expect(mine, stderr).to.have.length(1);
     const logged = JSON.parse(mine[0]) as Record<string, string>;
-    expect(Object.keys(logged)).to.deep.equal(['level', 'request_id', 'method', 'path', 'error']);
+    expect(Object.keys(logged)).to.deep.equal(['level', 'at', 'request_id', 'method', 'path', 'error']);
     expect(logged).to.deep.include({ level: 'error', request_id: requestId });
     expect(logged.error).to.match(/studies.*does not exist/).and.to.include('\n    at ');
     return logged;

@@ -182,6 +182,14 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     const week4 = [];
     for await (const row of readRows(client, world.code, 'records', { subject: '01-001', visit: 'week4' })) week4.push(row);
     expect(week4.map((r) => [r.form, r.source, r.values.vsdate, r.values.hr])).to.deep.equal([['vs', 'fhir', '2026-03-30', '68']]);
+
+    // What became of each import: listed by readRows, and the review read back whole with its items.
+    const imports: Row<'fhir_imports'>[] = [];
+    for await (const row of readRows(client, world.code, 'fhir_imports', { subject: '01-001', limit: 1 })) imports.push(row);
+    expect(imports.map((i) => [i.number, i.mode, i.status])).to.deep.equal([[review.number, 'review', 'proposed'], [saved.number, 'save', 'saved']]);
+    expect(rowKey('fhir_imports', imports[0]!)).to.equal(review.import);
+    const readBack = unwrap(await client.GET('/api/v1/studies/{study_code}/fhir/{import_id}', { params: { path: { study_code: world.code, import_id: review.import } } }));
+    expect(readBack.items.map((i) => [i.field, i.state])).to.have.deep.members([['hr', 'new'], ['vsdate', 'new']]);
   });
 
   describe('withIdempotentRetries: retries a write with one Idempotency-Key, so it is made once', () => {

@@ -5,6 +5,7 @@
 export { createSdxClient, SdxApiError, unwrap, type DeprecationNotice, type Problem, type Schemas, type SdxClient, type SdxClientOptions } from './client.js';
 export { sendFhirRecord, type FhirImport } from './fhir.js';
 export { withIdempotentRetries, type RetryOptions } from './retries.js';
+export { verifyWebhook, WebhookVerificationError, type VerifyOptions, type WebhookHeaders } from './webhooks.js';
 export {
   incrementalLoader,
   memoryWatermarkStore,

@@ -9,6 +9,7 @@ export interface ReadKinds {
   records: { query: QueryOf<'listFormRecords'>; page: Schemas['RecordPage']; row: Schemas['RecordRead'] };
   queries: { query: QueryOf<'listQueries'>; page: Schemas['QueryPage']; row: Schemas['QueryRead'] };
   audit: { query: QueryOf<'listAuditTrail'>; page: Schemas['AuditPage']; row: Schemas['AuditRead'] };
+  fhir_imports: { query: QueryOf<'listFhirImports'>; page: Schemas['FhirImportPage']; row: Schemas['FhirImportSummary'] };
 }
 export type ReadKind = keyof ReadKinds;
 export type Page<K extends ReadKind> = ReadKinds[K]['page'];
@@ -22,16 +23,25 @@ const READ_PAGE: { [K in ReadKind]: (client: SdxClient, study: string, query: Re
   records: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/records', { params: { path: { study_code: study }, query } })),
   queries: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/queries', { params: { path: { study_code: study }, query } })),
   audit: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/audit', { params: { path: { study_code: study }, query } })),
+  fhir_imports: async (client, study, query) => unwrap(await client.GET('/api/v1/studies/{study_code}/fhir', { params: { path: { study_code: study }, query } })),
 };
 
-/** The rows of a page: `patients`, `records`, `queries` or `audit`, named like the kind. */
+/** The member of each kind's page that holds its rows. */
+const ROWS_MEMBER = { patients: 'patients', records: 'records', queries: 'queries', audit: 'audit', fhir_imports: 'imports' } as const satisfies Record<ReadKind, string>;
+
+/** The rows of a page: `patients`, `records`, `queries`, `audit` or (for `fhir_imports`) `imports`. */
 export function rowsOf<K extends ReadKind>(kind: K, page: Page<K>): Row<K>[] {
-  return (page as unknown as Record<ReadKind, Row<K>[]>)[kind];
+  return (page as unknown as Record<string, Row<K>[]>)[ROWS_MEMBER[kind]] ?? [];
 }
 
-/** What identifies a row across loads, to upsert by: `id` for records, queries and audit rows, `subject` for patients. */
+/**
+ * What identifies a row across loads, to upsert by: `id` for records, queries and audit rows, `subject`
+ * for patients, `import` for FHIR imports.
+ */
 export function rowKey<K extends ReadKind>(kind: K, row: Row<K>): string {
-  return kind === 'patients' ? (row as Row<'patients'>).subject : String((row as Row<'records' | 'queries' | 'audit'>).id);
+  if (kind === 'patients') return (row as Row<'patients'>).subject;
+  if (kind === 'fhir_imports') return (row as Row<'fhir_imports'>).import;
+  return String((row as Row<'records' | 'queries' | 'audit'>).id);
 }
 
 /**

@@ -14,21 +14,13 @@ export type Catalog = Record<`${ErrorCode}.detail`, string> & Record<string, str
 const catalogs: Record<Lang, Catalog> = { en, ru };
 
 /**
- * The language of the answer: `lang=ru|en` in the query wins, then the first of English or
- * Russian in `Accept-Language` by preference, else English.
+ * The language of the answer: `lang=ru|en` in the query wins, then the better of English and Russian by
+ * the request's Accept-Language (`acceptsLanguages`, Koa's negotiation: qualities, `ru-RU` for `ru`,
+ * `*`), else English.
  */
-export function negotiateLang(queryLang: unknown, acceptLanguage: string | undefined): Lang {
+export function negotiateLang(queryLang: unknown, acceptsLanguages: (...langs: Lang[]) => string | false): Lang {
   if (queryLang === 'ru' || queryLang === 'en') return queryLang;
-  const preferred = (acceptLanguage ?? '')
-    .split(',')
-    .map((part) => {
-      const [tag = '', ...attrs] = part.trim().toLowerCase().split(';');
-      const q = attrs.map((a) => a.trim()).find((a) => a.startsWith('q='));
-      return { base: tag.split('-')[0], q: q ? Number(q.slice(2)) : 1 };
-    })
-    .filter((entry) => (entry.base === 'ru' || entry.base === 'en') && entry.q > 0)
-    .sort((a, b) => b.q - a.q);
-  return (preferred[0]?.base as Lang | undefined) ?? 'en';
+  return acceptsLanguages('en', 'ru') === 'ru' ? 'ru' : 'en';
 }
 
 /** The text of `key` in `lang` (English when the catalogue lacks it), with `{param}` filled in. */
