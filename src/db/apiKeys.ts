@@ -7,7 +7,7 @@ import { returnedRow } from './returnedRow.js';
 import { countsOfRequests, countSql, type CountedKey } from './rateLimits.js';
 import { rowToStudy, STRUCTURE_SQL, structureOf, type StructureJson, type StudyRecord } from './studies.js';
 
-export const TABLE = 'api_keys';
+const TABLE = 'api_keys';
 
 /**
  * A key with its sites and the facts about its maker that decide, on every request, whether it

@@ -4,7 +4,7 @@ import type { AuditEntry, AuditStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 import { beforeCommit, withTransaction } from './transaction.js';
 
-export const TABLE = 'audit_events';
+const TABLE = 'audit_events';
 
 /** A row of `audit_events` as the table holds it. */
 export interface AuditEventRecord {
@@ -74,7 +74,7 @@ export function auditStore(db: Knex): AuditStore {
 }
 
 /** A study's audit rows in chain order, as the verifier reads them. */
-export async function chainRows(db: Knex, studyId: number) {
+async function chainRows(db: Knex, studyId: number) {
   const rows = await db(TABLE).where({ study_id: studyId }).orderBy('id').select<AuditEventRecord[]>('*');
   return rows.map((r) => ({
     id: r.id, prevHash: r.prev_hash, hash: r.hash, studyId: r.study_id, at: new Date(r.at).toISOString(), actorType: r.actor_type,

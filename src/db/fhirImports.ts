@@ -3,7 +3,7 @@ import type { FhirImportStore, StoredFhirImport } from '../domain/stores.js';
 import { jsonParameter } from './jsonParameter.js';
 import { returnedRow } from './returnedRow.js';
 
-export const TABLE = 'fhir_imports';
+const TABLE = 'fhir_imports';
 
 /** A row of `fhir_imports` as the table holds it (the columns no store reads left out). */
 interface FhirImportRecord extends Pick<StoredFhirImport, 'id' | 'number' | 'mode' | 'status' | 'counts' | 'items'> {

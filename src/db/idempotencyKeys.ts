@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { IdempotencyKeyStore, IdempotencyScope } from '../domain/stores.js';
 
-export const TABLE = 'idempotency_keys';
+const TABLE = 'idempotency_keys';
 
 /**
  * Expired keys removed with each kept answer. Every kept answer adds one row and may remove up to

@@ -3,7 +3,7 @@ import { DomainError } from '../domain/errors.js';
 import type { PatientRow, PatientStore } from '../domain/stores.js';
 import { isPgError, UNIQUE_VIOLATION } from './pgErrors.js';
 
-export const TABLE = 'patients';
+const TABLE = 'patients';
 
 /** A row of `patients` as the table holds it (the columns no store reads left out). */
 interface PatientRecord {

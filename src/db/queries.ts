@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { QueryStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 
-export const TABLE = 'queries';
+const TABLE = 'queries';
 
 interface QueryRecord { id: number; record_id: number; field_code: string; origin: string; check_code: string | null }
 

@@ -1,7 +1,7 @@
 import type { PageRequest, ReadFilters, ReadScope } from '../domain/stores.js';
 
 /** One page query of the read calls (src/db/readPages.ts). */
-export type PageQuery<Row> = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>;
+type PageQuery<Row> = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>;
 
 /** How old a page read ahead may be when it is served; older ones are read again. */
 export const READ_AHEAD_MS = 2000;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { ReadLogRow, ReadLogStore } from '../domain/stores.js';
 
-export const TABLE = 'read_log';
+const TABLE = 'read_log';
 
 /** A row of `read_log` with the name of its key. */
 interface ReadLogRecord { id: number; api_key_id: number; key_name: string; at: Date; operation: string; filters: Record<string, unknown>; rows: number }

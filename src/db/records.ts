@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { RecordKey, RecordStore, StoredRecord } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 
-export const TABLE = 'records';
+const TABLE = 'records';
 
 /** A key of `records` as the table holds it. */
 interface RecordKeyRecord { id: number; patient_id: number; visit_id: number; form_id: number; instance: number }

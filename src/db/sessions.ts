@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { SignInStore } from '../domain/people/signIn.js';
 import type { SessionStore } from '../domain/people/staffSessions.js';
 
-export const TABLE = 'sessions';
+const TABLE = 'sessions';
 
 /**
  * Staff sign-in: portal sessions (only the hash of a session id is kept) and the count of failed

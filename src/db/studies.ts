@@ -3,7 +3,7 @@ import type { DesignIds, StudyRow, StudySettings, StudyStore, SiteRow, StudyStru
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { returnedRow } from './returnedRow.js';
 
-export const TABLE = 'studies';
+const TABLE = 'studies';
 
 export interface StudyRecord {
   id: number; code: string; name: string; blinded: boolean; consent_required: boolean; enrolment_open: boolean;

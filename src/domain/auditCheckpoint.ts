@@ -29,13 +29,13 @@ export interface CheckpointStore {
   append(checkpoint: AuditCheckpoint): Promise<void>;
 }
 
-export type CheckpointProblem =
+type CheckpointProblem =
   | { problem: 'missing_after_checkpoint'; missingFrom: number; missingTo: number; checkpointAt: string }
   | { problem: 'diverged_from_checkpoint'; row: number; checkpointAt: string }
   | { problem: 'checkpoint_signature_invalid'; checkpointAt: string };
 
 /** Compares a chain, already found whole, with the study's latest checkpoint; undefined when they agree. */
-export function checkAgainstCheckpoint(chain: { hash: string | null }[], stored: StoredCheckpoint): CheckpointProblem | undefined {
+function checkAgainstCheckpoint(chain: { hash: string | null }[], stored: StoredCheckpoint): CheckpointProblem | undefined {
   const { checkpoint, signatureValid } = stored;
   const checkpointAt = checkpoint.at;
   // A forged or damaged checkpoint anchors nothing: say so rather than trust or skip it.

@@ -162,7 +162,7 @@ export interface PatientStore extends PatientLookup {
   markDataUseWithdrawn(patient: PatientRow): Promise<void>;
 }
 
-export interface PatientLookup {
+interface PatientLookup {
   /** Patients of a study by subject, with their latest consent: one query for a whole request. */
   findBySubjects(studyId: number, subjects: string[]): Promise<(PatientRow & { consent: ConsentRow | undefined })[]>;
 }
@@ -233,7 +233,7 @@ export interface PageRequest {
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
 /** JSON text written by the database, passed through to the answer without being parsed. */
-export type JsonText = string;
+type JsonText = string;
 
 /**
  * A record as a read page returns it: its id (the page's position) and the record as the answer shows
@@ -304,7 +304,7 @@ export interface ReadLogStore {
 
 export interface ReadLogRow { id: number; keyId: number; keyName: string; at: Date; operation: string; filters: Record<string, unknown>; rows: number }
 
-export interface FhirImportRow {
+interface FhirImportRow {
   id: number;
   patientId: number;
   number: number;
@@ -359,7 +359,7 @@ export interface FhirImportStore {
   linkPatientIdentity(patientId: number, identity: { system?: string; value: string }[]): Promise<boolean>;
 }
 
-export interface PatientRecords {
+interface PatientRecords {
   /** Every saved record of a patient (the FHIR mapping compares against them). */
   forPatient(patientId: number): Promise<StoredRecord[]>;
 }

@@ -89,9 +89,9 @@ const STATUS: Record<ErrorCode, number> = {
   consent_date_before_birth: 422,
 };
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export type ProblemBody = components['schemas']['Problem'];
+type ProblemBody = components['schemas']['Problem'];
 type ProblemError = components['schemas']['ProblemError'];
 
 export interface ProblemReply {

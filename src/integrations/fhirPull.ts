@@ -18,7 +18,7 @@ type Bundle = Resource & { entry?: { fullUrl?: string; resource?: Resource }[]; 
  * medication order points at), plus the Patient for the identity check. Nothing else of the record
  * (encounters, claims, notes…) leaves the hospital: it would not be mapped, so it is not sent.
  */
-export const SENT_TYPES = ['Patient', 'Observation', 'Condition', 'MedicationStatement', 'MedicationRequest', 'Medication'] as const;
+const SENT_TYPES = ['Patient', 'Observation', 'Condition', 'MedicationStatement', 'MedicationRequest', 'Medication'] as const;
 /** The searches of the fallback when the server has no `Patient/$everything`. */
 const SEARCHED_TYPES = ['Observation', 'Condition', 'MedicationStatement', 'MedicationRequest'] as const;
 /** The import call's body limit (interface description, "Limits"). */

@@ -28,7 +28,7 @@ function numberLength(field: { min?: number; max?: number }, decimals: number): 
 }
 
 /** A field's label with its UCUM unit in brackets: Dataset-JSON columns have no member for a unit. */
-export function labelWithUnit(field: { label: string; unit?: string }): string {
+function labelWithUnit(field: { label: string; unit?: string }): string {
   return field.unit ? `${field.label} (${field.unit})` : field.label;
 }
 

@@ -39,7 +39,7 @@ export interface FhirImportResult {
  * at every depth: the same record sent again, whitespace, member order or Bundle/NDJSON wrapping aside,
  * has the same hash (issue 19, point 6).
  */
-export function fhirContentHash(entries: readonly FhirEntry[]): string {
+function fhirContentHash(entries: readonly FhirEntry[]): string {
   return createHash('sha256').update(JSON.stringify(canonical(entries.map((e) => [e.fullUrl ?? null, e.resource])))).digest('hex');
 }
 

@@ -7,7 +7,7 @@ import type { FhirImportItem } from './fhirImportItem.js';
  * Why an imported value sits at its visit (spec, `FhirImportItem.placement`): the mapping's placement rule
  * (`mapToEcrf`) as a machine code. Not an enum of the contract, so a rule added later is a new code.
  */
-export type PlacementCode = 'in_visit_window' | 'first_visit_with_form' | 'next_visit_with_form' | 'adverse_event_candidate';
+type PlacementCode = 'in_visit_window' | 'first_visit_with_form' | 'next_visit_with_form' | 'adverse_event_candidate';
 
 /** The rule and the item's day counted from enrolment (day 0), which the texts name. */
 export interface ItemPlacement { code: PlacementCode; day: number }

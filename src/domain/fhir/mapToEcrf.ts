@@ -70,7 +70,7 @@ import { slotContaining, slotRecording, visitSlots, type VisitSlot } from './vis
  * The value saved at a place, or null/undefined/`""` when the place is empty. A table cell is asked for
  * with `field` = `<table>[<row>].<column>` (0-based row), the notation the records call uses for cells.
  */
-export type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => string | null | undefined;
+type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => string | null | undefined;
 
 /** What the mapping needs to know about the patient besides the file. */
 export interface MappingContext {

@@ -9,7 +9,7 @@ import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhi
 import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
-export interface LinkedIdentifier {
+interface LinkedIdentifier {
   system?: string;
   value: string;
 }

@@ -9,7 +9,7 @@ import { formHidden } from '../studies/designForKey.js';
 import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
 
 /** One item of an import as the review page shows it, with the names of its place. */
-export interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
+interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
   /** The item's index in the import: the key of a choice when confirming. */
   position: number;
   fieldLabel: string | null;
@@ -26,7 +26,7 @@ export interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
   placement: ItemPlacement | null;
 }
 
-export interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
+interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
 
 export interface ImportReview {
   summary: FhirImportSummary;

@@ -3,8 +3,8 @@ import type { PeopleStore, UserRow } from '../stores.js';
 import { passwordMatches } from './passwords.js';
 
 /** Failed sign-ins in a row that lock a person out, and for how long (issue 7: lock-out after repeated failures). */
-export const MAX_FAILED_SIGN_INS = 5;
-export const LOCK_OUT_MS = 15 * 60_000;
+const MAX_FAILED_SIGN_INS = 5;
+const LOCK_OUT_MS = 15 * 60_000;
 
 export interface SignInStore {
   /**

@@ -2,7 +2,7 @@ import { isStorableText } from '../storableText.js';
 import type { ColumnDef } from '../studyDesign/types.js';
 
 /** Why a value does not fit its field. */
-export type ValueProblem = 'invalid_format' | 'too_many_decimals' | 'not_an_option' | 'too_long' | 'invalid_character';
+type ValueProblem = 'invalid_format' | 'too_many_decimals' | 'not_an_option' | 'too_long' | 'invalid_character';
 
 /** What a value sent as a string becomes: its canonical string (stored and read back) and the typed value rules see. */
 export type ParsedValue =

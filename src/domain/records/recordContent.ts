@@ -2,7 +2,7 @@ import type { ColumnDef, FormDef, TableFieldDef } from '../studyDesign/types.js'
 import { parseFieldValue, typedOf } from './fieldValue.js';
 
 export type NotDoneMark = 'ND' | 'UNK' | 'NA';
-export type TableRows = Record<string, string>[];
+type TableRows = Record<string, string>[];
 
 /** A form instance's content as stored: canonical strings, not-done marks, table rows. */
 export interface RecordContent {

@@ -39,7 +39,7 @@ export const RECORD_RESULT_CODES = [
   'reason_required',
 ] as const;
 
-export type RecordResultCode = (typeof RECORD_RESULT_CODES)[number];
+type RecordResultCode = (typeof RECORD_RESULT_CODES)[number];
 
 export interface RecordOutcome {
   index: number;
@@ -246,7 +246,7 @@ interface Change {
  * PostgreSQL's serialization-failure code, so the transaction runner runs the use case again, which
  * then finds the other writer's record saved and treats it exactly as one saved before the request.
  */
-export class ConcurrentInsert extends Error {
+class ConcurrentInsert extends Error {
   readonly code = '40001';
   constructor() {
     super('a form instance was inserted concurrently');

@@ -28,4 +28,3 @@ export function errorDetail(lang: Lang, code: ErrorCode, params: Record<string, 
   return en[`error.${code}.detail`] !== undefined ? portalText(lang, `error.${code}.detail`, params) : detailOf(lang, code, params);
 }
 
-export const PORTAL_CATALOGS = catalogs;

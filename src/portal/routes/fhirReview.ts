@@ -15,7 +15,7 @@ import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';
 
 /** What the person decided on the page: the button pressed, and what it means item by item. */
-export type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
+type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
 
 /**
  * The choices a confirmation sends, built from the items on the page, never from positions the form
@@ -25,7 +25,7 @@ export type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
  * unless "replace" is chosen for it, so a saved value changes only by an explicit choice; a tie is saved
  * only with a candidate picked for it, also under "confirm all".
  */
-export function choicesOf(review: ImportReview, decision: Decision, form: Record<string, unknown>): Record<number, ItemChoice> {
+function choicesOf(review: ImportReview, decision: Decision, form: Record<string, unknown>): Record<number, ItemChoice> {
   const choices: Record<number, ItemChoice> = {};
   for (const item of review.groups.flatMap((g) => g.items)) {
     if (item.state === 'new' && item.rowLead && (decision === 'confirm_all' || form[`take_${item.position}`] === 'on')) choices[item.position] = 'fill';
