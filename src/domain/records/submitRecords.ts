@@ -122,7 +122,7 @@ function evaluate(
  * a bad record is refused alone. Call it inside one transaction run by withTransaction: a record's
  * values, queries and audit rows are written together, with `validateOnly` nothing at all is written,
  * and a form instance inserted concurrently by another writer makes the runner start it again
- * (ConcurrentInsert).
+ * (ConcurrentInsertRetry).
  *
  * Records are evaluated one after the other in memory, each over the version the records before it
  * leave, and the request's writes then go out together (writeChanges).
@@ -246,7 +246,7 @@ interface Change {
  * PostgreSQL's serialization-failure code, so the transaction runner runs the use case again, which
  * then finds the other writer's record saved and treats it exactly as one saved before the request.
  */
-class ConcurrentInsert extends Error {
+class ConcurrentInsertRetry extends Error {
   readonly code = '40001';
   constructor() {
     super('a form instance was inserted concurrently');
@@ -264,7 +264,7 @@ async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, sourc
   const sites = new Map(changes.map((c) => [c.slot, c.patient.siteId]));
   const toInsert = written.filter((s) => s.write === 'insert');
   const inserted = await stores.records.insertMany(toInsert.map((s) => ({ ...s.key, studyId: study.id, siteId: sites.get(s)!, source, ...s.current! })));
-  if (inserted.length < toInsert.length) throw new ConcurrentInsert();
+  if (inserted.length < toInsert.length) throw new ConcurrentInsertRetry();
   const insertedIds = new Map(inserted.map((r) => [keyOf(r), r.id]));
   for (const slot of toInsert) slot.id = insertedIds.get(keyOf(slot.key))!;
   await stores.records.updateMany(written.filter((s) => s.write === 'update').map((s) => ({ id: s.id!, ...s.current! })));
