@@ -1,4 +1,4 @@
-import { createStores, type Stores } from '../db/stores.js';
+import { createStores, type AllStores } from '../db/stores.js';
 import type { Services } from './requestState.js';
 import type { ReadRequest } from '../domain/reads/readPage.js';
 
@@ -18,6 +18,6 @@ export function readRequestOf(query: {
  * earlier would not. It also saves a page two round trips (BEGIN and COMMIT): the log row is one
  * statement, and a read changes nothing else.
  */
-export function poolStores(services: Services): Stores {
+export function poolStores(services: Services): AllStores {
   return createStores(services.db.knex);
 }
