@@ -62,7 +62,7 @@ const STATUS: Record<ErrorCode, number> = {
   key_already_revoked: 409,
   portal_bad_form: 400,
   import_nothing_chosen: 422,
-  // Decisions on a FHIR import (src/domain/fhir/reviewImport.ts), taken on the review page.
+  // Decisions on a FHIR import (src/domain/fhir/importDecision.ts), taken on the review page.
   import_decision_not_allowed: 403,
   import_not_found: 404,
   dataset_not_found: 404,

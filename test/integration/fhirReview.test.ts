@@ -7,7 +7,7 @@ import { DomainError } from '../../src/domain/errors.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { importFhirRecord } from '../../src/domain/fhir/importFhirRecord.js';
 import { fhirJsonEntries } from '../helpers/fhirFiles.js';
-import { confirmImport, rejectImport, type ItemChoice, type Person } from '../../src/domain/fhir/reviewImport.js';
+import { confirmImport, rejectImport, type ItemChoice, type Person } from '../../src/domain/fhir/importDecision.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
@@ -17,7 +17,7 @@ import { addPerson, createStudyWorld, giveConsent, operator, type StudyWorld } f
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 /**
- * The site team's decision on a proposed FHIR import (src/domain/fhir/reviewImport.ts) on PostgreSQL:
+ * The site team's decision on a proposed FHIR import (src/domain/fhir/importDecision.ts) on PostgreSQL:
  * who may decide, what a confirmation saves (through the one write path) and audits, the identity it
  * links, and that every refusal leaves the import proposed and the eCRF untouched.
  */

@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
 import { pathSegment } from '../pathSegment.js';
 import { DomainError } from '../../domain/errors.js';
-import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/reviewImport.js';
-import { importReview, type ImportReview } from '../../domain/patients/importReview.js';
+import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/importDecision.js';
+import { importReview, type ImportReview } from '../../domain/patients/fhirReviewPage.js';
 import { staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
