@@ -10,7 +10,7 @@ import { installRouterShortcuts } from './routerShortcuts.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
 import { validationError } from './validationErrors.js';
-import type { Services } from './requestState.js';
+import type { Services } from '../requestState.js';
 import type { KoaContext, OperationId } from './types.js';
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext its default import is the module object.

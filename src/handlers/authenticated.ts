@@ -1,6 +1,6 @@
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
 import type { StudyRow } from '../domain/stores.js';
-import type { Services } from './requestState.js';
+import type { Services } from '../requestState.js';
 import type { KoaContext } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
 import { createStores, type AllStores } from '../db/stores.js';
-import type { Services } from './requestState.js';
+import type { Services } from '../requestState.js';
 import type { ReadRequest } from '../domain/reads/readPage.js';
 
 /** The query parameters of a read call, as openapi-backend validated and coerced them. */

@@ -1,7 +1,7 @@
 import type { Context } from 'openapi-backend';
 import type { ParameterizedContext } from 'koa';
 import type { operations } from '../../generated/openapi.js';
-import type { RequestState } from './requestState.js';
+import type { RequestState } from '../requestState.js';
 import type { SerializedJson } from './serializedJson.js';
 import type { StreamedBody } from './streamedBody.js';
 

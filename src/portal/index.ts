@@ -6,7 +6,7 @@ import { isStorableText } from '../domain/storableText.js';
 import { createStores } from '../db/stores.js';
 import type { Lang } from '../handlers/messages/index.js';
 import { statusOf } from '../handlers/problem.js';
-import type { RequestState, Services } from '../handlers/requestState.js';
+import type { RequestState, Services } from '../requestState.js';
 import { logFailure } from '../logFailure.js';
 import { checkCsrf } from './csrf.js';
 import { formFields, parseForm } from './formBody.js';

@@ -1,7 +1,7 @@
 import type { RouterContext } from '@koa/router';
 import type { StaffSession } from '../domain/people/staffSessions.js';
 import type { UserRow } from '../domain/stores.js';
-import type { RequestState } from '../handlers/requestState.js';
+import type { RequestState } from '../requestState.js';
 
 /** What a portal request carries besides the service's request state. */
 export interface PortalState extends RequestState {

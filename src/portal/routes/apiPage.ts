@@ -8,7 +8,7 @@ import { requireManager, staffAccess, type StaffAccess } from '../../domain/peop
 import { changeStudySettings } from '../../domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { fieldText, formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';

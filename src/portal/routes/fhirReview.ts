@@ -6,7 +6,7 @@ import { importReview, type ImportReview } from '../../domain/patients/fhirRevie
 import { staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';

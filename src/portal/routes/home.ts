@@ -4,7 +4,7 @@ import { PATIENTS_PER_PAGE, sitePatients } from '../../domain/patients/sitePatie
 import { staffAccess } from '../../domain/people/staffAccess.js';
 import { staffStudies } from '../../domain/people/staffStudies.js';
 import { createStores } from '../../db/stores.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import type { PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';

@@ -6,7 +6,7 @@ import { recordConsent, type ConsentChange } from '../../domain/patients/recordC
 import { requirePatient, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
 import type { PortalContext, PortalState } from '../portalState.js';

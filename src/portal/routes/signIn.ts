@@ -3,7 +3,7 @@ import { isDomainError } from '../../domain/errors.js';
 import { signIn } from '../../domain/people/signIn.js';
 import { endSession, startSession } from '../../domain/people/staffSessions.js';
 import { createStores } from '../../db/stores.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { fieldText, formFields } from '../formBody.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
