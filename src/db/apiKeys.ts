@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
+import type { ApiKey, ApiKeyStore, ApiKeyWithMaker, Study } from '../domain/stores.js';
 import type { FoundKey } from '../domain/apiKeys/admission.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { RATE_WINDOW_MS } from '../domain/apiKeys/rateWindow.js';
@@ -52,7 +52,7 @@ interface KeyForRequestRecord extends KeyRecord {
   minute_admitted: number; minute_held: number; minute_oldest: CountedKey['minute']['oldest']; used_before: string | null; used_at: CountedKey['usedAt'];
 }
 
-function rowToKey(r: Pick<KeyRecord, keyof KeyTableRow | 'site_ids'>): ApiKeyRow {
+function rowToKey(r: Pick<KeyRecord, keyof KeyTableRow | 'site_ids'>): ApiKey {
   return {
     id: r.id, studyId: r.study_id, name: r.name, fingerprint: r.fingerprint, hint: r.hint, canRead: r.can_read,
     canWrite: r.can_write, canEnrol: r.can_enrol, termDays: r.term_days, expiresAt: r.expires_at, createdBy: r.created_by,
@@ -127,9 +127,9 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
     { fingerprints, known: [...designs.keys()], now, window: RATE_WINDOW_MS, limit },
   ).options({ name: 'sdx_keys_for_requests' });
   // A study's row and structure come once, with the first of its keys in the batch.
-  const studies = new Map<number, StudyRow>();
+  const studies = new Map<number, Study>();
   for (const row of rows) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row, row.study_row));
-  const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow; counted: CountedKey }>();
+  const keys = new Map<string, { key: ApiKeyWithMaker; study: Study; counted: CountedKey }>();
   for (const row of rows) {
     const counted = {
       id: row.id, usedBefore: row.used_before, usedAt: row.used_at,
@@ -143,7 +143,7 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
 }
 
 /** The study row that came with a key, its design parsed once per process and design hash. */
-function studyOfKeyRow(row: KeyForRequestRecord, studyRow: StudyRecord): StudyRow {
+function studyOfKeyRow(row: KeyForRequestRecord, studyRow: StudyRecord): Study {
   const hash = studyRow.design_hash;
   let design = designs.get(hash);
   if (!design) {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../domain/errors.js';
-import type { PatientRow, PatientStore } from '../domain/stores.js';
+import type { Patient, PatientStore } from '../domain/stores.js';
 import { isPgError, UNIQUE_VIOLATION } from './pgErrors.js';
 
 const TABLE = 'patients';
@@ -8,11 +8,11 @@ const TABLE = 'patients';
 /** A row of `patients` as the table holds it (the columns no store reads left out). */
 interface PatientRecord {
   id: number; study_id: number; site_id: number; subject: string; sex: string; birth_year: number; enrolled_on: string; status: string;
-  data_use_withdrawn_at: Date | null; fhir_identity: PatientRow['fhirIdentity'];
+  data_use_withdrawn_at: Date | null; fhir_identity: Patient['fhirIdentity'];
 }
 interface ConsentRecord { given_on: string | null; withdrawn_on: string | null; data_use_withdrawn: boolean }
 
-function rowToPatient(r: PatientRecord): PatientRow {
+function rowToPatient(r: PatientRecord): Patient {
   return {
     id: r.id, studyId: r.study_id, siteId: r.site_id, subject: r.subject, sex: r.sex, birthYear: r.birth_year,
     enrolledOn: r.enrolled_on, status: r.status, dataUseWithdrawnAt: r.data_use_withdrawn_at, fhirIdentity: r.fhir_identity,

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import type { PeopleStore, RoleRow, UserRow } from '../domain/stores.js';
+import type { PeopleStore, Role, User } from '../domain/stores.js';
 import { returnedRow } from './returnedRow.js';
 
 interface UserRecord { id: number; email: string; name: string; password_hash: string | null }
 /** A role as `roles` reads it: the `study_roles` row with its sites. */
-interface RoleRecord { id: number; study_id: number; user_id: number; role: RoleRow['role']; can_export: boolean; unblinded: boolean; all_sites: boolean; site_ids: number[] }
+interface RoleRecord { id: number; study_id: number; user_id: number; role: Role['role']; can_export: boolean; unblinded: boolean; all_sites: boolean; site_ids: number[] }
 
-function rowToUser(r: UserRecord): UserRow {
+function rowToUser(r: UserRecord): User {
   return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash };
 }
 
@@ -30,7 +30,7 @@ export function peopleStore(db: Knex): PeopleStore {
       if (changes.passwordHash !== undefined) update.password_hash = changes.passwordHash;
       if (Object.keys(update).length > 0) await db('users').where({ id }).update(update);
     },
-    async roles(studyId, userId): Promise<RoleRow[]> {
+    async roles(studyId, userId): Promise<Role[]> {
       const rows = await db('study_roles as r')
         .where({ 'r.study_id': studyId, 'r.user_id': userId })
         .select<RoleRecord[]>('r.*', db.raw(`case when r.all_sites then (select coalesce(array_agg(s.id order by s.id), '{}') from sites s where s.study_id = r.study_id)

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { DesignIds, StudyRow, StudySettings, StudyStore, SiteRow, StudyStructure } from '../domain/stores.js';
+import type { DesignIds, Study, StudySettings, StudyStore, Site, StudyStructure } from '../domain/stores.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { returnedRow } from './returnedRow.js';
 
@@ -10,7 +10,7 @@ export interface StudyRecord {
   locked: boolean; api_enabled: boolean; subject_format: string; design: StudyDesign; design_hash: string;
 }
 
-export function rowToStudy(r: StudyRecord): StudyRow {
+export function rowToStudy(r: StudyRecord): Study {
   return {
     id: r.id, code: r.code, name: r.name, blinded: r.blinded, consentRequired: r.consent_required,
     enrolmentOpen: r.enrolment_open, locked: r.locked, apiEnabled: r.api_enabled, subjectFormat: r.subject_format,
@@ -73,7 +73,7 @@ export const STRUCTURE_SQL = `jsonb_build_object(
   'forms', (select coalesce(jsonb_object_agg(f.code, f.id), '{}') from forms f where f.study_id = st.id))`;
 
 /** The structure as STRUCTURE_SQL gives it. */
-export interface StructureJson { sites: SiteRow[]; visits: Record<string, number>; forms: Record<string, number> }
+export interface StructureJson { sites: Site[]; visits: Record<string, number>; forms: Record<string, number> }
 
 export function structureOf(json: StructureJson): StudyStructure {
   return { sites: json.sites, ids: { visits: new Map(Object.entries(json.visits)), forms: new Map(Object.entries(json.forms)) } };
@@ -93,9 +93,9 @@ export function studyStore(db: Knex): StudyStore {
       if (settings.locked !== undefined) changes.locked = settings.locked;
       await db(TABLE).where({ id: studyId }).update(changes);
     },
-    async sites(study): Promise<SiteRow[]> {
+    async sites(study): Promise<Site[]> {
       if (study.structure) return study.structure.sites;
-      return db('sites').where({ study_id: study.id }).orderBy('number').select<SiteRow[]>('id', 'number', 'name');
+      return db('sites').where({ study_id: study.id }).orderBy('number').select<Site[]>('id', 'number', 'name');
     },
     async designIds(study) {
       if (study.structure) return study.structure.ids;

@@ -45,7 +45,7 @@ import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
 import type {
-  AuditStore, FhirImportStore, ItemChange, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, UserRow,
+  AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyStore, User,
 } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { tableOf } from './cellField.js';
@@ -58,7 +58,7 @@ type Stores = {
 };
 
 /** The person deciding, signed in to the portal. */
-export type Person = Pick<UserRow, 'id' | 'name'>;
+export type Person = Pick<User, 'id' | 'name'>;
 
 /** Which import: the patient's import number, as in its `review_url`. */
 export interface ImportRef {
@@ -208,7 +208,7 @@ export async function rejectImport(stores: Stores, person: Person, input: Import
 }
 
 /** The identifiers to link on confirmation: none when the patient has some; refused when they contradict them. */
-function identityToLink(patient: PatientRow, found: StoredFhirImport): { system?: string; value: string }[] {
+function identityToLink(patient: Patient, found: StoredFhirImport): { system?: string; value: string }[] {
   const carried = found.fhirIdentity ?? [];
   const linked = patient.fhirIdentity ?? [];
   if (linked.length === 0) return carried;
@@ -261,7 +261,7 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
  */
 async function lockRecords(
   stores: Stores,
-  patient: PatientRow,
+  patient: Patient,
   items: readonly FhirImportItem[],
   chosen: ReadonlySet<number>,
   ids: { visits: Map<string, number>; forms: Map<string, number> },

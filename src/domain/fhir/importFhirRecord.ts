@@ -6,7 +6,7 @@ import { DomainError } from '../errors.js';
 import { canonical } from '../idempotency/requestFingerprint.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
-import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, Study, StudyStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
 import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
@@ -56,7 +56,7 @@ function fhirContentHash(entries: readonly FhirEntry[]): string {
 export async function importFhirRecord(
   stores: Stores,
   key: KeyContext,
-  study: StudyRow,
+  study: Study,
   input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
   if (study.locked) throw new DomainError('study_locked');

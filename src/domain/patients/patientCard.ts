@@ -1,4 +1,4 @@
-import type { ConsentRow, PatientRow, PatientStore, RecordStore, SiteRow, StoredRecord, StudyStore } from '../stores.js';
+import type { Consent, Patient, PatientStore, RecordStore, Site, StoredRecord, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
@@ -53,9 +53,9 @@ interface AuditEntryView extends PatientAuditView {
 }
 
 export interface PatientCard {
-  patient: PatientRow;
-  site: SiteRow;
-  consent: ConsentRow | undefined;
+  patient: Patient;
+  site: Site;
+  consent: Consent | undefined;
   visits: VisitView[];
   queries: PatientQueryView[];
   audit: AuditEntryView[];

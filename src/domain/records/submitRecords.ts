@@ -3,7 +3,7 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { isStorableText } from '../storableText.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
-import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore } from '../stores.js';
+import type { AuditEntry, AuditStore, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, Study, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
@@ -68,7 +68,7 @@ function refused(index: number, code: RecordResultCode, params: Record<string, u
 }
 
 /** Records naming a form or visit the study does not have refuse the whole request, before anything is read or written. */
-function unknownDesignErrors(study: StudyRow, inputs: RecordInput[]): FieldError[] {
+function unknownDesignErrors(study: Study, inputs: RecordInput[]): FieldError[] {
   const forms = new Set(study.design.forms.map((f) => f.code));
   const visits = new Set(study.design.visits.map((v) => v.code));
   return inputs.flatMap((r, i) => [
@@ -131,7 +131,7 @@ export async function submitRecords(
   stores: Stores,
   actor: Actor,
   access: WriteAccess,
-  study: StudyRow,
+  study: Study,
   inputs: RecordInput[],
   options: { validateOnly: boolean; source: RecordSource; fillOnly?: boolean },
 ): Promise<RecordOutcome[]> {
@@ -258,7 +258,7 @@ class ConcurrentInsertRetry extends Error {
  * record (a call of 500 records made over 600 round trips): the new records, then the updated
  * ones, the queries opened and closed, and the audit trail, in request order.
  */
-async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
+async function writeChanges(stores: Stores, actor: Actor, study: Study, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
   if (changes.length === 0) return;
   const written = [...slots.values()].filter((s) => s.write !== null);
   const sites = new Map(changes.map((c) => [c.slot, c.patient.siteId]));
@@ -343,7 +343,7 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
  * Audit rows for each saved or changed value, the status change, and the queries opened and closed. The
  * record's reason is added to the way the data came (reasonOf), which the trail always states.
  */
-function trailOf(actor: Actor, study: StudyRow, c: Change): AuditEntry[] {
+function trailOf(actor: Actor, study: Study, c: Change): AuditEntry[] {
   const base = { patientId: c.patient.id, recordId: c.slot.id!, reason: reasonOf(actor, c.reason) };
   const entries: AuditEntry[] = c.evaluation.changes.map((change) =>
     auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),

@@ -1,5 +1,5 @@
 import type { components } from '../../../generated/openapi.js';
-import type { StudyRow } from '../../domain/stores.js';
+import type { Study } from '../../domain/stores.js';
 import type { ColumnDef, FieldDef, StudyDesign } from '../../domain/studyDesign/types.js';
 
 type Wire = components['schemas'];
@@ -26,7 +26,7 @@ function toField(f: FieldDef): Wire['Field'] {
 }
 
 /** The design call's body: the design as the key may see it, in the wire shape of the spec. */
-export function toStudyDesignDto(study: StudyRow, design: StudyDesign): Wire['StudyDesign'] {
+export function toStudyDesignDto(study: Study, design: StudyDesign): Wire['StudyDesign'] {
   return {
     study: {
       code: study.code, name: study.name, blinded: study.blinded, consent_required: study.consentRequired,
