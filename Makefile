@@ -36,6 +36,7 @@ lint: install
 	npx redocly lint spec/openapi.yaml
 	npx tsc --noEmit -p .
 	npx eslint --max-warnings 0 .
+	npx knip
 
 build: gen
 	rm -rf dist

@@ -11,7 +11,9 @@ function cell(value: Value): string {
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return value.length === 0 ? '-' : value.map(cell).join(',');
   if (typeof value === 'object') return Object.entries(value).map(([k, v]) => `${k}=${cell(v)}`).join(' ');
-  return String(value);
+  if (typeof value === 'string') return value;
+  // The rest of a command's JSON-like output: numbers and booleans.
+  return typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' ? String(value) : '-';
 }
 
 const isRowList = (value: Value): value is Record<string, Value>[] =>
@@ -21,8 +23,8 @@ const isRowList = (value: Value): value is Record<string, Value>[] =>
 export function table(rows: Record<string, Value>[]): string {
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const lines = [columns, ...rows.map((r) => columns.map((c) => cell(r[c])))];
-  const widths = columns.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
-  return lines.map((l) => l.map((c, i) => (i === l.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd()).join('\n');
+  const widths = columns.map((_, i) => Math.max(...lines.map((l) => l[i]?.length ?? 0)));
+  return lines.map((l) => l.map((c, i) => (i === l.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd()).join('\n');
 }
 
 export function plainText(result: Record<string, Value>): string {

@@ -25,7 +25,7 @@ export function demoInstructions(d: DemoSummary): string {
   ].join('\n');
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const demo = JSON.parse(await text(process.stdin)) as DemoSummary | { error: { message: string } };
   if ('error' in demo) {
     process.stderr.write(`error: ${demo.error.message}\n`);

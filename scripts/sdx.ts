@@ -41,9 +41,12 @@ import { plainText } from './plainText.js';
 
 type Output = Record<string, unknown>;
 
+/** The options every command takes; commander hands a command's options over untyped, so each action names its own. */
+interface JsonOption { json?: boolean }
+
 const operator: Actor = { kind: 'operator', name: os.userInfo().username };
 
-function print(result: Output, json: boolean): void {
+function print(result: Output, json: boolean | undefined): void {
   if (json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
@@ -56,7 +59,7 @@ function print(result: Output, json: boolean): void {
  * and prints its result. Only `migrate` and `demo` may make a new, empty embedded database where there
  * is none: any other command pointed at the wrong data folder says so rather than write where no one looks.
  */
-async function run(json: boolean, command: (db: Database, migrated: string[]) => Promise<Output>, options: { create?: boolean } = {}): Promise<void> {
+async function run(json: boolean | undefined, command: (db: Database, migrated: string[]) => Promise<Output>, options: { create?: boolean } = {}): Promise<void> {
   let db: Database | undefined;
   try {
     const config = loadConfig();
@@ -81,7 +84,7 @@ async function run(json: boolean, command: (db: Database, migrated: string[]) =>
  * database to its backup's schema itself, may make the embedded database, and afterwards gives the
  * runtime role its access to what it made.
  */
-async function runAsOwner(json: boolean, command: (owner: Database) => Promise<Output>): Promise<void> {
+async function runAsOwner(json: boolean | undefined, command: (owner: Database) => Promise<Output>): Promise<void> {
   let owner: Database | undefined;
   try {
     owner = await openOwnerDatabase(loadConfig(), 2, { create: true });
@@ -96,7 +99,7 @@ async function runAsOwner(json: boolean, command: (owner: Database) => Promise<O
 }
 
 /** Runs a command that only talks to services over HTTP: it opens no database (it runs where there is none). */
-async function runOverHttp(json: boolean, command: () => Promise<Output>): Promise<void> {
+async function runOverHttp(json: boolean | undefined, command: () => Promise<Output>): Promise<void> {
   try {
     print(await command(), json);
   } catch (error) {
@@ -108,7 +111,7 @@ async function runOverHttp(json: boolean, command: () => Promise<Output>): Promi
 const lang = negotiateLang(process.env.SDX_LANG, () => false);
 
 /** A refusal in the same words the API and the portal use, with each field issue localized the same way. */
-function printFailure(error: unknown, json: boolean): void {
+function printFailure(error: unknown, json: boolean | undefined): void {
   const problem = isDomainError(error)
     ? {
       code: error.code,
@@ -137,8 +140,9 @@ const onOff = (on: string, off: string) => (value: string): boolean => {
 const jsonOption = new Option('--json', 'print one JSON object');
 
 /** The demo people `make run` creates; their passwords are for a local demo only. */
+const DEMO_MANAGER = { email: 'manager@demo.test', name: 'Dana Manager', password: 'demo-manager-1', role: 'manager' as const, canExport: true, unblinded: true, sites: undefined };
 const DEMO_PEOPLE = [
-  { email: 'manager@demo.test', name: 'Dana Manager', password: 'demo-manager-1', role: 'manager' as const, canExport: true, unblinded: true, sites: undefined },
+  DEMO_MANAGER,
   { email: 'site01@demo.test', name: 'Sam Site-Staff', password: 'demo-site01-1', role: 'site_staff' as const, canExport: false, unblinded: false, sites: ['01'] },
 ];
 
@@ -151,11 +155,11 @@ const program = new Command('sdx').description('Study Data Exchange administrati
 if (wantsJson) program.configureOutput({ writeErr: () => undefined });
 
 program.command('migrate').description('bring the database schema up to date').addOption(jsonOption)
-  .action((o) => run(o.json, async (_db, migrated) => ({ migrated }), { create: true }));
+  .action((o: JsonOption) => run(o.json, (_db, migrated) => Promise.resolve({ migrated }), { create: true }));
 
 const study = program.command('study').description('studies and their designs');
 study.command('load <file>').description('create a study from a design file (YAML)').addOption(jsonOption)
-  .action((file: string, o) => run(o.json, async (db) => {
+  .action((file: string, o: JsonOption) => run(o.json, async (db) => {
     const design = parseStudyDesign(fs.readFileSync(file, 'utf8'));
     const { created } = await inTransaction(db.knex, (s) => loadStudy(s.studies, design));
     return { study: design.code, created };
@@ -165,17 +169,20 @@ study.command('set <study>').description('switch the API, enrolment or the lock'
   .option('--enrolment <open|closed>', 'enrolment open or closed', onOff('open', 'closed'))
   .option('--lock <on|off>', 'study database locked', onOff('on', 'off'))
   .addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => {
+  .action((code: string, o: JsonOption & { api?: boolean; enrolment?: boolean; lock?: boolean }) => run(o.json, async (db) => {
     const s = await inTransaction(db.knex, (st) => changeStudySettings(st, operator, code, { apiEnabled: o.api, enrolmentOpen: o.enrolment, locked: o.lock }));
     return { study: s.code, api: s.apiEnabled ? 'on' : 'off', enrolment: s.enrolmentOpen ? 'open' : 'closed', lock: s.locked ? 'on' : 'off' };
   }));
 
 program.command('user').description('staff people').command('add').description('add a person, or update their name and password')
   .requiredOption('--email <e>').requiredOption('--name <n>').option('--password <p>').addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => {
+  .action((o: JsonOption & { email: string; name: string; password?: string }) => run(o.json, async (db) => {
     const { user, created } = await inTransaction(db.knex, (s) => addUser(s.people, { email: o.email, name: o.name, password: o.password }));
     return { id: user.id, email: user.email, name: user.name, created };
   }));
+
+/** The person and role that `role grant` and `role revoke` name. */
+interface RoleOptions { email: string; role: 'manager' | 'site-staff' }
 
 const role = program.command('role').description('study roles');
 const roleName = new Option('--role <role>', 'manager or site-staff').choices(['manager', 'site-staff']);
@@ -183,7 +190,7 @@ role.command('grant <study>').description('give a study role (or change its righ
   .requiredOption('--email <e>').addOption(roleName.makeOptionMandatory()).option('--export', 'may export data', false)
   .option('--unblinded', 'unblinded', false).option('--sites <list>', 'site numbers, comma-separated (default: all)', sitesOption)
   .addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => {
+  .action((code: string, o: JsonOption & RoleOptions & { export: boolean; unblinded: boolean; sites?: string[] }) => run(o.json, async (db) => {
     const r = await inTransaction(db.knex, (s) => grantRole(s, operator, {
       study: code, email: o.email, role: o.role === 'manager' ? 'manager' : 'site_staff', canExport: o.export, unblinded: o.unblinded, sites: o.sites,
     }));
@@ -192,7 +199,7 @@ role.command('grant <study>').description('give a study role (or change its righ
 role.command('revoke <study>').description('take a role away, or only its export or unblinded right')
   .requiredOption('--email <e>').addOption(new Option('--role <role>', 'manager or site-staff').choices(['manager', 'site-staff']))
   .option('--export', 'take away only the export right').option('--unblinded', 'take away only the unblinded right').addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => {
+  .action((code: string, o: JsonOption & Omit<RoleOptions, 'role'> & { role?: RoleOptions['role']; export?: boolean; unblinded?: boolean }) => run(o.json, async (db) => {
     const r = await inTransaction(db.knex, (s) => revokeRole(s, operator, {
       study: code, email: o.email, role: o.role === undefined ? undefined : o.role === 'manager' ? 'manager' : 'site_staff', export: o.export, unblinded: o.unblinded,
     }));
@@ -207,16 +214,16 @@ program.command('patient').description('patients').command('consent <study> <sub
   .addOption(new Option('--given <date>', 'consent given on').argParser(isoDate).conflicts('withdrawn'))
   .addOption(new Option('--withdrawn <date>', 'consent withdrawn on').argParser(isoDate))
   .option('--data-use', 'the withdrawal also covers the use of data already collected', false).addOption(jsonOption)
-  .action((code: string, subject: string, o) => run(o.json, async (db) => {
+  .action((code: string, subject: string, o: JsonOption & { given?: string; withdrawn?: string; dataUse: boolean }) => run(o.json, async (db) => {
     if (!o.given && !o.withdrawn) throw new InvalidArgumentError('give --given <date> or --withdrawn <date>');
-    const change = o.given ? { given: o.given as string } : { withdrawn: o.withdrawn as string, dataUse: Boolean(o.dataUse) };
+    const change = o.given ? { given: o.given } : { withdrawn: o.withdrawn!, dataUse: o.dataUse };
     const r = await inTransaction(db.knex, (s) => recordConsent(s, operator, { study: code, subject, change }));
     return { study: code, subject: r.subject, consent: r.consent, data_use_withdrawn: r.dataUseWithdrawn };
   }));
 
 program.command('demo').description('load the demo study with a manager and site staff, and make a fresh demo API key (revoking the one before)')
   .addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => {
+  .action((o: JsonOption) => run(o.json, async (db) => {
     const design = parseStudyDesign(fs.readFileSync(projectFile('studies/demo.yaml'), 'utf8'));
     const made = await inTransaction(db.knex, async (s) => {
       // A data folder from an older demo keeps its study: the demo must still start (delete ./data for the new design).
@@ -230,8 +237,8 @@ program.command('demo').description('load the demo study with a manager and site
       }
       // Each start makes a fresh key: the one before is revoked (audited), so only one demo key is ever live.
       const earlier = (await listApiKeys(s, design.code)).filter((k) => k.name === DEMO_KEY_NAME && k.revokedAt === null);
-      for (const k of earlier) await revokeApiKey(s, { study: design.code, keyId: k.id, by: DEMO_PEOPLE[0].email, via: 'cli' });
-      return createApiKey(s, { study: design.code, by: DEMO_PEOPLE[0].email, name: DEMO_KEY_NAME, canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
+      for (const k of earlier) await revokeApiKey(s, { study: design.code, keyId: k.id, by: DEMO_MANAGER.email, via: 'cli' });
+      return createApiKey(s, { study: design.code, by: DEMO_MANAGER.email, name: DEMO_KEY_NAME, canRead: true, canWrite: true, canEnrol: true, termDays: 30 });
     });
     return {
       study: design.code,
@@ -255,7 +262,7 @@ function verdictOutput(code: string, verdict: AuditVerdict): Output {
 const audit = program.command('audit').description('the audit trail');
 audit.command('verify').description('check a study\'s audit hash chain, and that it still holds every row of its latest signed checkpoint')
   .requiredOption('--study <code>').addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => {
+  .action((o: JsonOption & { study: string }) => run(o.json, async (db) => {
     const verdict = await verifyAuditTrail(createStores(db.knex), o.study, configuredCheckpoints(loadConfig()));
     if (!verdict.ok) process.exitCode = 3;
     return verdictOutput(o.study, verdict);
@@ -264,7 +271,7 @@ audit.command('checkpoint').description('sign the audit chain head of a study (r
   .requiredOption('--study <code>')
   .option('--accept-loss <reason>', 'after a restore: re-anchor a whole chain that lost rows after its last checkpoint, saying why')
   .addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => {
+  .action((o: JsonOption & { study: string; acceptLoss?: string }) => run(o.json, async (db) => {
     const outcome = await checkpointStudy(db.knex, configuredCheckpoints(loadConfig()), o.study, o.acceptLoss);
     if (outcome.written) return { study: o.study, written: true, rows: outcome.rows, at: outcome.at, accepted: outcome.accepted };
     if (outcome.reason !== 'broken') return { study: o.study, written: false, reason: outcome.reason, rows: outcome.rows };
@@ -274,13 +281,13 @@ audit.command('checkpoint').description('sign the audit chain head of a study (r
 
 program.command('backup <file>').description('write a consistent backup of the whole database to a new file, while the service runs')
   .addOption(jsonOption)
-  .action((file: string, o) => run(o.json, async (db) => {
+  .action((file: string, o: JsonOption) => run(o.json, async (db) => {
     const backup = await backupDatabase(db.url, file);
     return { file, taken_at: backup.takenAt, migration: backup.migrations.at(-1), rows: backup.rows };
   }));
 program.command('restore <file>').description('load a backup into a database without data (a new data folder, or an empty database)')
   .addOption(jsonOption)
-  .action((file: string, o) => runAsOwner(o.json, async (owner) => {
+  .action((file: string, o: JsonOption) => runAsOwner(o.json, async (owner) => {
     const restored = await restoreDatabase(owner.knex, owner.url, file);
     return { file, rows: restored.rows, migrated_after: restored.migrated };
   }));
@@ -292,8 +299,8 @@ key.command('create <study>').description('make an API key; its value is shown o
   .option('--sites <list>', 'site numbers (default: all the manager\'s sites)', sitesOption).option('--enrol', 'may enrol patients', false)
   .addOption(new Option('--term <days>', 'term in days').choices(KEY_TERMS.map(String)).makeOptionMandatory())
   .addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => {
-    const rights = String(o.rights).split(',');
+  .action((code: string, o: JsonOption & { by: string; name: string; rights: string; sites?: string[]; enrol: boolean; term: string }) => run(o.json, async (db) => {
+    const rights = o.rights.split(',');
     const r = await inTransaction(db.knex, (s) => createApiKey(s, {
       study: code, by: o.by, name: o.name, canRead: rights.includes('read'), canWrite: rights.includes('write'),
       canEnrol: o.enrol, sites: o.sites, termDays: Number(o.term),
@@ -301,7 +308,7 @@ key.command('create <study>').description('make an API key; its value is shown o
     return { id: r.id, key: r.key, study: code, name: o.name, rights, enrol: o.enrol, sites: r.siteNumbers, expires_at: r.expiresAt.toISOString() };
   }));
 key.command('list <study>').description('the keys of a study with state, usage and rows read').addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => ({
+  .action((code: string, o: JsonOption) => run(o.json, async (db) => ({
     study: code,
     keys: (await listApiKeys(createStores(db.knex), code)).map((k) => ({
       id: k.id, name: k.name, hint: k.hint, state: k.state, why: k.why, rights: k.rights, sites: k.sites, term_days: k.termDays,
@@ -310,7 +317,7 @@ key.command('list <study>').description('the keys of a study with state, usage a
     })),
   })));
 key.command('revoke <study> <keyId>').description('revoke a key at once').requiredOption('--by <email>', 'the study manager revoking it').addOption(jsonOption)
-  .action((code: string, keyId: string, o) => run(o.json, async (db) => {
+  .action((code: string, keyId: string, o: JsonOption & { by: string }) => run(o.json, async (db) => {
     await inTransaction(db.knex, (s) => revokeApiKey(s, { study: code, keyId: Number(keyId), by: o.by, via: 'cli' }));
     return { study: code, id: Number(keyId), state: 'revoked' };
   }));
@@ -363,7 +370,7 @@ program.command('fhir').description('FHIR records').command('push')
   .option('--key <key>', 'the API key (or SDX_API_KEY: a key on the command line is visible to other users of the machine)')
   .option('--api <url>', 'the sdx address (default: BASE_URL)')
   .addOption(jsonOption)
-  .action((o) => runOverHttp(o.json, async () => {
+  .action((o: JsonOption & { from: string; patient: string; study: string; subject: string; mode: 'review' | 'save'; key?: string; api?: string }) => runOverHttp(o.json, async () => {
     const key = o.key ?? process.env.SDX_API_KEY;
     if (!key) throw new FhirPullError('usage', 'give --key <key> or set SDX_API_KEY');
     const pulled = await pullPatientRecord(o.from, o.patient);
@@ -377,7 +384,7 @@ program.command('fhir').description('FHIR records').command('push')
 program.command('reads').description('the last reads made with the study\'s API keys, newest first')
   .requiredOption('--study <study>', 'the study').option('--limit <n>', `how many reads (default ${DEFAULT_READS_SHOWN})`, Number, DEFAULT_READS_SHOWN)
   .addOption(jsonOption)
-  .action((o) => run(o.json, async (db) => ({
+  .action((o: JsonOption & { study: string; limit: number }) => run(o.json, async (db) => ({
     study: o.study,
     reads: (await listReads(createStores(db.knex), o.study, o.limit)).map((r) => ({
       key_id: r.keyId, key_name: r.keyName, at: r.at, operation: r.operation, filters: r.filters, rows: r.rows,

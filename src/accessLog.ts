@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { RequestState } from './handlers/requestState.js';
+import type { RequestState } from './requestState.js';
 import type { PortalState } from './portal/portalState.js';
 import { accessLogger } from './logs.js';
 

@@ -11,7 +11,7 @@ import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
 import { negotiateLang } from './handlers/messages/index.js';
 import { problemOf } from './handlers/problem.js';
-import type { RequestState, Services } from './handlers/requestState.js';
+import type { RequestState, Services } from './requestState.js';
 import { keyRequestOf } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { logFailure } from './logFailure.js';

@@ -67,7 +67,7 @@ export function checkpointFiles(dir: string, signingKey: KeyObject): CheckpointS
 function readLine(line: string, publicKey: KeyObject): StoredCheckpoint {
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(line);
+    raw = JSON.parse(line) as Record<string, unknown>;
   } catch {
     return { checkpoint: { study: '', studyId: 0, rows: 0, lastId: 0, lastHash: '', at: 'an unreadable line' }, signatureValid: false };
   }

@@ -12,7 +12,7 @@ import { problemOf } from './handlers/problem.js';
  * request line or headers over Node's 16 KB, a request that is not HTTP) with the same problem body as
  * every other refusal, where Node would send a bare status line.
  */
-export function listen(app: Koa<any>, config: Pick<Config, 'baseUrl'>, port: number, host?: string): Server {
+export function listen(app: Pick<Koa, 'listen'>, config: Pick<Config, 'baseUrl'>, port: number, host?: string): Server {
   const server = app.listen(port, host);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => refuseUnparsed(error, socket, config));
   return server;

@@ -49,7 +49,7 @@ if (design.study.consent_required) {
   const consentMissing = async () => unwrap(await client.POST('/api/v1/studies/{study_code}/records', {
     params: { path, query: { validate_only: true } },
     body: { records: [screening] },
-  })).results[0].code === 'consent_missing';
+  })).results[0]?.code === 'consent_missing';
   while (await consentMissing()) {
     if (Date.now() > deadline) throw new Error(`no consent after ${consentWait} s`);
     await sleep(2000);

@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
-import type { ApiKeyRow, ApiKeyStore, ApiKeyWithMaker, StudyRow } from '../domain/stores.js';
+import type { ApiKey, ApiKeyStore, ApiKeyWithMaker, Study } from '../domain/stores.js';
 import type { FoundKey } from '../domain/apiKeys/admission.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { RATE_WINDOW_MS } from '../domain/apiKeys/rateWindow.js';
+import { returnedRow } from './returnedRow.js';
 import { countsOfRequests, countSql, type CountedKey } from './rateLimits.js';
-import { rowToStudy, STRUCTURE_SQL, structureOf } from './studies.js';
+import { rowToStudy, STRUCTURE_SQL, structureOf, type StructureJson, type StudyRecord } from './studies.js';
 
-export const TABLE = 'api_keys';
+const TABLE = 'api_keys';
 
 /**
  * A key with its sites and the facts about its maker that decide, on every request, whether it
@@ -29,12 +30,29 @@ const KEY_TABLES = `from ${TABLE} k
   left join study_roles m on m.study_id = k.study_id and m.user_id = k.created_by and m.role = 'manager'`;
 
 async function selectWithMaker(db: Knex, condition: string, bindings: readonly Knex.RawBinding[]): Promise<KeyRecord[]> {
-  return (await db.raw(`select ${KEY_COLUMNS} ${KEY_TABLES} where ${condition}`, bindings)).rows;
+  return (await db.raw<{ rows: KeyRecord[] }>(`select ${KEY_COLUMNS} ${KEY_TABLES} where ${condition}`, bindings)).rows;
 }
 
-type KeyRecord = Record<string, any>;
+/** A row of `api_keys` as the table holds it. */
+interface KeyTableRow {
+  id: number; study_id: number; name: string; fingerprint: Buffer; hint: string; can_read: boolean; can_write: boolean; can_enrol: boolean;
+  term_days: number; expires_at: Date; created_by: number; created_at: Date; revoked_at: Date | null; last_used_at: Date | null;
+  request_count: number; rows_read: number;
+}
 
-function rowToKey(r: KeyRecord): ApiKeyRow {
+/** A key as KEY_COLUMNS reads it: its row, its sites and the facts about its maker. */
+interface KeyRecord extends KeyTableRow {
+  site_ids: number[] | null; study_code: string; maker_name: string; maker_is_manager: boolean; maker_can_export: boolean;
+  maker_unblinded: boolean; maker_site_ids: number[];
+}
+
+/** A key of a batch of requests, with its study (on the first of the study's keys) and its counts. */
+interface KeyForRequestRecord extends KeyRecord {
+  study_row: StudyRecord | null; study_structure: StructureJson; study_design: StudyDesign | null;
+  minute_admitted: number; minute_held: number; minute_oldest: CountedKey['minute']['oldest']; used_before: string | null; used_at: CountedKey['usedAt'];
+}
+
+function rowToKey(r: Pick<KeyRecord, keyof KeyTableRow | 'site_ids'>): ApiKey {
   return {
     id: r.id, studyId: r.study_id, name: r.name, fingerprint: r.fingerprint, hint: r.hint, canRead: r.can_read,
     canWrite: r.can_write, canEnrol: r.can_enrol, termDays: r.term_days, expiresAt: r.expires_at, createdBy: r.created_by,
@@ -90,7 +108,7 @@ export interface KeyRequestAt {
 export async function findKeysForRequests(db: Knex, requests: readonly KeyRequestAt[], limit: number): Promise<(FoundKey | undefined)[]> {
   const now = Math.max(...requests.map((r) => r.at.getTime()));
   const fingerprints = requests.map((r) => r.fingerprint);
-  const { rows } = await db.raw(
+  const { rows } = await db.raw<{ rows: KeyForRequestRecord[] }>(
     `with found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))),
      key_studies as (
        select st.id as study_id, (select min(f.id) from found f where f.study_id = st.id) as first_key,
@@ -109,10 +127,10 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
     { fingerprints, known: [...designs.keys()], now, window: RATE_WINDOW_MS, limit },
   ).options({ name: 'sdx_keys_for_requests' });
   // A study's row and structure come once, with the first of its keys in the batch.
-  const studies = new Map<number, StudyRow>();
-  for (const row of rows as KeyRecord[]) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row));
-  const keys = new Map<string, { key: ApiKeyWithMaker; study: StudyRow; counted: CountedKey }>();
-  for (const row of rows as KeyRecord[]) {
+  const studies = new Map<number, Study>();
+  for (const row of rows) if (row.study_row) studies.set(row.study_id, studyOfKeyRow(row, row.study_row));
+  const keys = new Map<string, { key: ApiKeyWithMaker; study: Study; counted: CountedKey }>();
+  for (const row of rows) {
     const counted = {
       id: row.id, usedBefore: row.used_before, usedAt: row.used_at,
       minute: { key: `key:${row.id}`, admitted: row.minute_admitted, held: row.minute_held, oldest: row.minute_oldest },
@@ -125,25 +143,26 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
 }
 
 /** The study row that came with a key, its design parsed once per process and design hash. */
-function studyOfKeyRow(row: KeyRecord): StudyRow {
-  const hash: string = row.study_row.design_hash;
+function studyOfKeyRow(row: KeyForRequestRecord, studyRow: StudyRecord): Study {
+  const hash = studyRow.design_hash;
   let design = designs.get(hash);
   if (!design) {
-    design = row.study_design as StudyDesign;
+    // The statement sends the design whenever this process does not hold its hash.
+    design = row.study_design!;
     if (designs.size < DESIGNS_KEPT) designs.set(hash, deepFreeze(design));
   }
   // to_jsonb gives the study's own column names, so rowToStudy reads it as it reads a `studies` row.
-  return Object.assign(rowToStudy(row.study_row), { design, structure: structureOf(row.study_structure) });
+  return Object.assign(rowToStudy(studyRow), { design, structure: structureOf(row.study_structure) });
 }
 
 export function apiKeyStore(db: Knex): ApiKeyStore {
   return {
     async insert(key) {
-      const [row] = await db(TABLE).insert({
+      const row = returnedRow(await db(TABLE).insert({
         study_id: key.studyId, name: key.name, fingerprint: key.fingerprint, hint: key.hint, can_read: key.canRead,
         can_write: key.canWrite, can_enrol: key.canEnrol, term_days: key.termDays, expires_at: key.expiresAt,
         created_by: key.createdBy,
-      }).returning('*');
+      }).returning<KeyTableRow[]>('*'));
       await db('api_key_sites').insert(key.siteIds.map((siteId) => ({ api_key_id: row.id, site_id: siteId })));
       return rowToKey({ ...row, site_ids: key.siteIds });
     },

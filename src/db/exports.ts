@@ -30,13 +30,18 @@ const LAST_CHANGES = `(select json_object_agg(c.field_code, json_build_object('a
   from (select distinct on (a.field_code) a.id, a.field_code, a.at, a.author, a.actor_type, a.actor_id, a.reason
         from audit_events a where a.record_id = r.id and a.field_code is not null order by a.field_code, a.id desc) c)`;
 
-function toExportRecord(row: Record<string, any>): ExportRecord {
+/** A record as an export's cursor gives it; `last_changes` only with the audit asked for. */
+type ExportRecordRow = Pick<ExportRecord, 'subject' | 'site' | 'visit' | 'form' | 'instance' | 'status' | 'values' | 'tables'> & {
+  not_done: ExportRecord['notDone']; updated_at: Date; last_changes?: Record<string, Omit<FieldChange, 'at'> & { at: string }> | null;
+};
+
+function toExportRecord(row: ExportRecordRow): ExportRecord {
   const record: ExportRecord = {
     subject: row.subject, site: row.site, visit: row.visit, form: row.form, instance: row.instance, status: row.status,
     values: row.values, notDone: row.not_done, tables: row.tables, updatedAt: row.updated_at,
   };
   if (row.last_changes !== undefined) {
-    const changes = (row.last_changes ?? {}) as Record<string, FieldChange & { at: string }>;
+    const changes = row.last_changes ?? {};
     record.lastChanges = Object.fromEntries(Object.entries(changes).map(([field, c]) => [field, { ...c, at: new Date(c.at) }]));
   }
   return record;
@@ -58,21 +63,21 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
     async count(scope, formIds, table) {
       const q = exportedRecords(trx, scope, formIds);
       const [row] = table === undefined
-        ? await q.count({ n: '*' })
-        : await q.select(trx.raw('coalesce(sum(jsonb_array_length(r.tables -> ?)), 0) as n', [table]));
+        ? await q.count<{ n: number }[]>({ n: '*' })
+        : await q.select<{ n: number }[]>(trx.raw('coalesce(sum(jsonb_array_length(r.tables -> ?)), 0) as n', [table]));
       return Number(row?.n ?? 0);
     },
     async authors(scope, formIds) {
       const rows = await trx('audit_events as a')
         .whereIn('a.record_id', exportedRecords(trx, scope, formIds).select('r.id'))
         .distinctOn('a.actor_type', 'a.actor_id')
-        .select('a.actor_type', 'a.actor_id', 'a.author')
+        .select<{ actor_type: string; actor_id: number | null; author: string }[]>('a.actor_type', 'a.actor_id', 'a.author')
         .orderBy([{ column: 'a.actor_type' }, { column: 'a.actor_id' }, { column: 'a.id', order: 'desc' }]);
-      return rows.map((r: Record<string, any>) => ({ actorType: r.actor_type, actorId: r.actor_id, author: r.author }));
+      return rows.map((r) => ({ actorType: r.actor_type, actorId: r.actor_id, author: r.author }));
     },
     async lastModified(scope, formIds) {
-      const [row] = await exportedRecords(trx, scope, formIds).max({ at: 'r.updated_at' });
-      return (row?.at as Date | null) ?? null;
+      const [row] = await exportedRecords(trx, scope, formIds).max<{ at: Date | null }[]>({ at: 'r.updated_at' });
+      return row?.at ?? null;
     },
     async *recordBatches(scope, formIds, { withAudit }) {
       const q = exportedRecords(trx, scope, formIds)
@@ -87,7 +92,7 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
       try {
         for (;;) {
           // The client's own read limit must outlast the server's for the first, sorting FETCH.
-          const { rows } = await trx.raw(`fetch ${ROWS_PER_FETCH} from ${cursor}`).options({ query_timeout: EXPORT_STATEMENT_MS + 1_000 }) as { rows: Record<string, any>[] };
+          const { rows } = await trx.raw<{ rows: ExportRecordRow[] }>(`fetch ${ROWS_PER_FETCH} from ${cursor}`).options({ query_timeout: EXPORT_STATEMENT_MS + 1_000 });
           if (rows.length > 0) yield rows.map(toExportRecord);
           if (rows.length < ROWS_PER_FETCH) break;
         }

@@ -19,10 +19,15 @@ const VISIBLE_COUNTS = `(select json_build_object('values', count(*) filter (whe
   from json_array_elements(f.items) as e(item)
   where e.item->>'form' is null or e.item->>'form' not in (select fo.code from forms fo where fo.id = any(?::int[]))) as counts`;
 
-function importsQuery(db: Knex, scope: ReadScope, filters: ReadFilters, withItems: boolean): Knex.QueryBuilder {
+/** An import as importsQuery reads it; `items` only when asked for. */
+interface FhirImportReadRecord extends Pick<FhirImportReadRow, 'id' | 'subject' | 'site' | 'number' | 'mode' | 'status' | 'counts'> {
+  created_at: Date; updated_at: Date; decided_at: Date | null; decided_by: string | null; rejection_reason: string | null; items?: FhirImportReadRow['items'];
+}
+
+function importsQuery(db: Knex, scope: ReadScope, filters: ReadFilters, withItems: boolean) {
   const q = visible(db('fhir_imports as f').join('patients as p', 'p.id', 'f.patient_id').join('sites as s', 's.id', 'p.site_id'), scope, filters, 'p')
     .leftJoin('users as u', 'u.id', 'f.decided_by').leftJoin('api_keys as k', 'k.id', 'f.api_key_id')
-    .select('f.id', 'p.subject', 's.number as site', 'f.number', 'f.mode', 'f.status', 'f.created_at', 'f.rejection_reason',
+    .select<FhirImportReadRecord[]>('f.id', 'p.subject', 's.number as site', 'f.number', 'f.mode', 'f.status', 'f.created_at', 'f.rejection_reason',
       // `saved` was concluded by the FHIR call itself, on behalf of the key that sent the file.
       db.raw(`case when f.status = 'saved' then f.created_at else f.decided_at end as decided_at`),
       db.raw(`case when f.status = 'saved' then k.name || ' (API)' else u.name end as decided_by`),
@@ -34,7 +39,7 @@ function importsQuery(db: Knex, scope: ReadScope, filters: ReadFilters, withItem
   return q;
 }
 
-function rowToRead(r: Record<string, any>): FhirImportReadRow {
+function rowToRead(r: FhirImportReadRecord): FhirImportReadRow {
   return {
     id: r.id, subject: r.subject, site: r.site, number: r.number, mode: r.mode, status: r.status, counts: r.counts,
     createdAt: r.created_at, updatedAt: r.updated_at, decidedAt: r.decided_at, decidedBy: r.decided_by, rejectionReason: r.rejection_reason,
@@ -50,7 +55,7 @@ export function fhirImportReadStore(db: Knex): FhirImportReadStore {
       return (await q).map(rowToRead);
     },
     async find(scope, subject, number) {
-      const row = await importsQuery(db, scope, { subject }, true).where('f.number', number).first();
+      const row = await importsQuery(db, scope, { subject }, true).where('f.number', number).first<FhirImportReadRecord | undefined>();
       return row && rowToRead(row);
     },
   };

@@ -1,10 +1,16 @@
 import type { Knex } from 'knex';
 import type { FhirImportStore, StoredFhirImport } from '../domain/stores.js';
 import { jsonParameter } from './jsonParameter.js';
+import { returnedRow } from './returnedRow.js';
 
-export const TABLE = 'fhir_imports';
+const TABLE = 'fhir_imports';
 
-function rowToImport(row: Record<string, any>): StoredFhirImport {
+/** A row of `fhir_imports` as the table holds it (the columns no store reads left out). */
+interface FhirImportRecord extends Pick<StoredFhirImport, 'id' | 'number' | 'mode' | 'status' | 'counts' | 'items'> {
+  study_id: number; patient_id: number; fhir_identity: StoredFhirImport['fhirIdentity']; decided_at: Date | null; decided_by: number | null;
+}
+
+function rowToImport(row: FhirImportRecord): StoredFhirImport {
   return {
     id: row.id, studyId: row.study_id, patientId: row.patient_id, number: row.number, mode: row.mode, status: row.status,
     counts: row.counts, fhirIdentity: row.fhir_identity, decidedAt: row.decided_at, decidedBy: row.decided_by, items: row.items,
@@ -15,25 +21,25 @@ export function fhirImportStore(db: Knex): FhirImportStore {
   return {
     async nextNumber(patientId) {
       await db('patients').where({ id: patientId }).forUpdate().first('id');
-      const row = await db(TABLE).where({ patient_id: patientId }).max('number as n').first();
+      const row = await db(TABLE).where({ patient_id: patientId }).max('number as n').first<{ n: number | null } | undefined>();
       return Number(row?.n ?? 0) + 1;
     },
     async insert(row, items) {
       // The items go in the import's own row, as one json value (see the migration keeping them there).
-      const [{ id }] = await db(TABLE).insert({
+      const { id } = returnedRow(await db(TABLE).insert({
         study_id: row.studyId, patient_id: row.patientId, number: row.number, mode: row.mode, status: row.status,
         api_key_id: row.apiKeyId, counts: JSON.stringify(row.counts), fhir_identity: JSON.stringify(row.fhirIdentity), content_hash: row.contentHash,
         items: db.raw('?::json', [jsonParameter(items)]),
-      }).returning('id');
+      }).returning<{ id: number }[]>('id'));
       return id;
     },
     async findProposedByContent(patientId, mode, contentHash) {
       await db('patients').where({ id: patientId }).forUpdate().first('id');
-      const row = await db(TABLE).where({ patient_id: patientId, mode, content_hash: contentHash, status: 'proposed' }).first();
+      const row = await db(TABLE).where({ patient_id: patientId, mode, content_hash: contentHash, status: 'proposed' }).first<FhirImportRecord | undefined>();
       return row && rowToImport(row);
     },
     async findForDecision(patientId, number) {
-      const row = await db(TABLE).where({ patient_id: patientId, number }).forUpdate().first();
+      const row = await db(TABLE).where({ patient_id: patientId, number }).forUpdate().first<FhirImportRecord | undefined>();
       return row && rowToImport(row);
     },
     async updateItems(importId, changes) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { IdempotencyKeyStore, IdempotencyScope } from '../domain/stores.js';
 
-export const TABLE = 'idempotency_keys';
+const TABLE = 'idempotency_keys';
 
 /**
  * Expired keys removed with each kept answer. Every kept answer adds one row and may remove up to
@@ -19,7 +19,7 @@ const scopeOf = (scope: IdempotencyScope) => ({ api_key_id: scope.apiKeyId, oper
 export function idempotencyKeyStore(db: Knex): IdempotencyKeyStore {
   return {
     async claim(scope, fingerprint, lifetimeHours) {
-      const { rows } = await db.raw(
+      const { rows } = await db.raw<{ rows: { id: number }[] }>(
         `insert into ${TABLE} as k (api_key_id, operation, idempotency_key, fingerprint)
          values (:api_key_id, :operation, :idempotency_key, :fingerprint)
          on conflict (api_key_id, operation, idempotency_key) do update
@@ -30,7 +30,7 @@ export function idempotencyKeyStore(db: Knex): IdempotencyKeyStore {
       );
       if (rows.length > 0) return undefined;
       // The upsert locked the live claim it left alone, so it is still there (and committed) to be read.
-      const held = await db(TABLE).where(scopeOf(scope)).first('fingerprint', 'result');
+      const held = await db(TABLE).where(scopeOf(scope)).first<{ fingerprint: string; result: unknown }>('fingerprint', 'result');
       return { fingerprint: held.fingerprint, result: held.result };
     },
     async keepResult(scope, result, lifetimeHours) {

@@ -10,12 +10,14 @@ import { jsonParameter } from './jsonParameter.js';
  * All rows must have the same members, named as the table's columns; columns left out take their
  * defaults. A jsonb column takes the value itself, not its JSON text. Text is stored exactly as a bound
  * parameter would store it (jsonParameter): a lone surrogate becomes U+FFFD in both. `tail` (constant SQL: an
- * `on conflict` or `returning` clause) ends the statement; the rows it returns are returned.
+ * `on conflict` or `returning` clause) ends the statement; the rows it returns are returned, of the type
+ * `Returned` its `returning` list gives.
  */
-export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[], tail = ''): Promise<Record<string, any>[]> {
-  if (rows.length === 0) return [];
-  const columns = Object.keys(rows[0]).map((c) => `"${c.replace(/"/g, '""')}"`).join(', ');
-  const { rows: returned } = await db.raw(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb) ${tail}`, [table, table, jsonParameter(rows)]);
+export async function insertRows<Returned = never>(db: Knex, table: string, rows: Record<string, unknown>[], tail = ''): Promise<Returned[]> {
+  const [first] = rows;
+  if (first === undefined) return [];
+  const columns = Object.keys(first).map((c) => `"${c.replace(/"/g, '""')}"`).join(', ');
+  const { rows: returned } = await db.raw<{ rows: Returned[] }>(`insert into ?? (${columns}) select ${columns} from jsonb_populate_recordset(null::??, ?::jsonb) ${tail}`, [table, table, jsonParameter(rows)]);
   return returned;
 }
 

@@ -99,12 +99,12 @@ type PooledClient = pg.Client & { __knexUid: string };
 function endingUnanswered() {
   const open = new Map<string, pg.Client>();
   return {
-    track(connection: PooledClient, done: (error: Error | null, connection: PooledClient) => void): void {
+    track: (connection: PooledClient, done: (error: Error | null, connection: PooledClient) => void): void => {
       open.set(connection.__knexUid, connection);
       connection.once('end', () => open.delete(connection.__knexUid));
       done(null, connection);
     },
-    onQueryError(error: Error, query: { __knexUid?: string }): void {
+    onQueryError: (error: Error, query: { __knexUid?: string }): void => {
       if (!/Query read timeout$/.test(error.message)) return;
       open.get(query.__knexUid ?? '')?.end().catch(() => undefined);
     },
@@ -140,11 +140,11 @@ async function otherClients(adminUrl: string, ours: string[]): Promise<number> {
   admin.on('error', () => undefined);
   try {
     await admin.connect();
-    const { rows } = await admin.query(
+    const { rows } = await admin.query<{ n: number }>(
       "select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid() and not (application_name = any($1))",
       [ours],
     );
-    return rows[0].n;
+    return rows[0]?.n ?? 0;
   } catch {
     return 0;
   } finally {

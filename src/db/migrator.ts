@@ -14,13 +14,11 @@ interface Migration { name: string; file: string }
  * they run from TypeScript sources (tests, tsx) or from the compiled JavaScript (`make run`).
  */
 const migrationSource: Knex.MigrationSource<Migration> = {
-  async getMigrations() {
-    return fs
-      .readdirSync(MIGRATIONS_DIR)
-      .filter((file) => /^\d{14}_.+\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'))
-      .sort()
-      .map((file) => ({ name: file.replace(/\.(ts|js)$/, ''), file }));
-  },
+  getMigrations: () => Promise.resolve(fs
+    .readdirSync(MIGRATIONS_DIR)
+    .filter((file) => /^\d{14}_.+\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'))
+    .sort()
+    .map((file) => ({ name: file.replace(/\.(ts|js)$/, ''), file }))),
   getMigrationName: (migration) => migration.name,
   getMigration: (migration) => import(pathToFileURL(path.join(MIGRATIONS_DIR, migration.file)).href),
 };
@@ -30,10 +28,11 @@ const migrationSource: Knex.MigrationSource<Migration> = {
  * A schema already current is left alone without taking the lock, which the runtime role may not.
  */
 export async function migrateToLatest(knex: Knex): Promise<string[]> {
-  const [, pending] = await knex.migrate.list({ migrationSource }).catch(() => [[], ['unknown']]);
+  // Knex types both answers as any: list gives [completed, pending], latest [batch number, names applied].
+  const [, pending] = (await knex.migrate.list({ migrationSource }).catch(() => [[], ['unknown']])) as [unknown[], unknown[]];
   if (pending.length === 0) return [];
-  const [, applied] = await knex.migrate.latest({ migrationSource });
-  return applied as string[];
+  const [, applied] = (await knex.migrate.latest({ migrationSource })) as [number, string[]];
+  return applied;
 }
 
 /**
@@ -44,8 +43,8 @@ export async function migrateThrough(knex: Knex, names: string[]): Promise<void>
   const known = await migrationSource.getMigrations([]);
   const unknown = names.filter((name) => !known.some((m) => m.name === name));
   if (unknown.length > 0) throw new Error(`the backup has migrations this version of sdx does not know (${unknown.join(', ')}): restore it with a version at least as new`);
-  const applied = (await knex.schema.hasTable('knex_migrations')) ? await knex('knex_migrations').pluck('name') : [];
-  const beyond = applied.filter((name: string) => !names.includes(name));
+  const applied = (await knex.schema.hasTable('knex_migrations')) ? await knex('knex_migrations').pluck<string[]>('name') : [];
+  const beyond = applied.filter((name) => !names.includes(name));
   if (beyond.length > 0) throw new Error(`the database's schema is newer than the backup's (${beyond.join(', ')}): restore into a new, empty database`);
   const wanted = new Set(names);
   await knex.migrate.latest({

@@ -1,11 +1,18 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../domain/errors.js';
-import type { PatientRow, PatientStore } from '../domain/stores.js';
+import type { Patient, PatientStore } from '../domain/stores.js';
 import { isPgError, UNIQUE_VIOLATION } from './pgErrors.js';
 
-export const TABLE = 'patients';
+const TABLE = 'patients';
 
-function rowToPatient(r: Record<string, any>): PatientRow {
+/** A row of `patients` as the table holds it (the columns no store reads left out). */
+interface PatientRecord {
+  id: number; study_id: number; site_id: number; subject: string; sex: string; birth_year: number; enrolled_on: string; status: string;
+  data_use_withdrawn_at: Date | null; fhir_identity: Patient['fhirIdentity'];
+}
+interface ConsentRecord { given_on: string | null; withdrawn_on: string | null; data_use_withdrawn: boolean }
+
+function rowToPatient(r: PatientRecord): Patient {
   return {
     id: r.id, studyId: r.study_id, siteId: r.site_id, subject: r.subject, sex: r.sex, birthYear: r.birth_year,
     enrolledOn: r.enrolled_on, status: r.status, dataUseWithdrawnAt: r.data_use_withdrawn_at, fhirIdentity: r.fhir_identity,
@@ -15,7 +22,7 @@ function rowToPatient(r: Record<string, any>): PatientRow {
 export function patientStore(db: Knex): PatientStore {
   return {
     async findBySubject(studyId, subject) {
-      const row = await db(TABLE).where({ study_id: studyId, subject }).first();
+      const row = await db(TABLE).where({ study_id: studyId, subject }).first<PatientRecord | undefined>();
       return row ? rowToPatient(row) : undefined;
     },
     async insert(patient) {
@@ -24,7 +31,7 @@ export function patientStore(db: Knex): PatientStore {
         const [row] = await db(TABLE).insert({
           study_id: patient.studyId, site_id: patient.siteId, subject: patient.subject, sex: patient.sex,
           birth_year: patient.birthYear, enrolled_on: patient.enrolledOn,
-        }).onConflict(['study_id', 'subject']).ignore().returning('*');
+        }).onConflict(['study_id', 'subject']).ignore().returning<PatientRecord[]>('*');
         if (!row) throw new DomainError('subject_taken', { subject: patient.subject });
         return rowToPatient(row);
       } catch (error) {
@@ -39,7 +46,7 @@ export function patientStore(db: Knex): PatientStore {
       const rows = await db(`${TABLE} as p`)
         .where('p.study_id', studyId)
         .whereIn('p.subject', subjects)
-        .select('p.*', db.raw(`(select row_to_json(c) from (select given_on, withdrawn_on, data_use_withdrawn from consents
+        .select<(PatientRecord & { consent: ConsentRecord | null })[]>('p.*', db.raw(`(select row_to_json(c) from (select given_on, withdrawn_on, data_use_withdrawn from consents
           where patient_id = p.id order by id desc limit 1) c) as consent`));
       return rows.map((r) => ({
         ...rowToPatient(r),
@@ -50,7 +57,7 @@ export function patientStore(db: Knex): PatientStore {
       return Boolean(await db(TABLE).where({ study_id: studyId, subject }).first('id'));
     },
     async latestConsent(patientId) {
-      const row = await db('consents').where({ patient_id: patientId }).orderBy('id', 'desc').first();
+      const row = await db('consents').where({ patient_id: patientId }).orderBy('id', 'desc').first<ConsentRecord | undefined>();
       return row ? { givenOn: row.given_on, withdrawnOn: row.withdrawn_on, dataUseWithdrawn: row.data_use_withdrawn } : undefined;
     },
     async insertConsent(patientId, consent) {

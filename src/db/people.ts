@@ -1,24 +1,27 @@
 import type { Knex } from 'knex';
-import type { PeopleStore, RoleRow, UserRow } from '../domain/stores.js';
+import type { PeopleStore, Role, User } from '../domain/stores.js';
+import { returnedRow } from './returnedRow.js';
 
 interface UserRecord { id: number; email: string; name: string; password_hash: string | null }
+/** A role as `roles` reads it: the `study_roles` row with its sites. */
+interface RoleRecord { id: number; study_id: number; user_id: number; role: Role['role']; can_export: boolean; unblinded: boolean; all_sites: boolean; site_ids: number[] }
 
-function rowToUser(r: UserRecord): UserRow {
+function rowToUser(r: UserRecord): User {
   return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash };
 }
 
 export function peopleStore(db: Knex): PeopleStore {
   return {
     async findUserByEmail(email) {
-      const row = await db('users').whereRaw('lower(email) = lower(?)', [email]).first();
+      const row = await db('users').whereRaw('lower(email) = lower(?)', [email]).first<UserRecord | undefined>();
       return row ? rowToUser(row) : undefined;
     },
     async findUserById(id) {
-      const row = await db('users').where({ id }).first();
+      const row = await db('users').where({ id }).first<UserRecord | undefined>();
       return row ? rowToUser(row) : undefined;
     },
     async insertUser(user) {
-      const [{ id }] = await db('users').insert({ email: user.email, name: user.name, password_hash: user.passwordHash }).returning('id');
+      const { id } = returnedRow(await db('users').insert({ email: user.email, name: user.name, password_hash: user.passwordHash }).returning<{ id: number }[]>('id'));
       return id;
     },
     async updateUser(id, changes) {
@@ -27,10 +30,10 @@ export function peopleStore(db: Knex): PeopleStore {
       if (changes.passwordHash !== undefined) update.password_hash = changes.passwordHash;
       if (Object.keys(update).length > 0) await db('users').where({ id }).update(update);
     },
-    async roles(studyId, userId): Promise<RoleRow[]> {
+    async roles(studyId, userId): Promise<Role[]> {
       const rows = await db('study_roles as r')
         .where({ 'r.study_id': studyId, 'r.user_id': userId })
-        .select('r.*', db.raw(`case when r.all_sites then (select coalesce(array_agg(s.id order by s.id), '{}') from sites s where s.study_id = r.study_id)
+        .select<RoleRecord[]>('r.*', db.raw(`case when r.all_sites then (select coalesce(array_agg(s.id order by s.id), '{}') from sites s where s.study_id = r.study_id)
           else (select coalesce(array_agg(rs.site_id order by rs.site_id), '{}') from study_role_sites rs where rs.study_role_id = r.id) end as site_ids`));
       return rows.map((r) => ({
         id: r.id, studyId: r.study_id, userId: r.user_id, role: r.role, canExport: r.can_export,
@@ -38,14 +41,14 @@ export function peopleStore(db: Knex): PeopleStore {
       }));
     },
     async upsertRole(role) {
-      const [{ id }] = await db('study_roles')
+      const { id } = returnedRow(await db('study_roles')
         .insert({
           study_id: role.studyId, user_id: role.userId, role: role.role, can_export: role.canExport,
           unblinded: role.unblinded, all_sites: role.allSites,
         })
         .onConflict(['study_id', 'user_id', 'role'])
         .merge(['can_export', 'unblinded', 'all_sites'])
-        .returning('id');
+        .returning<{ id: number }[]>('id'));
       await db('study_role_sites').where({ study_role_id: id }).delete();
       if (!role.allSites && role.siteIds.length > 0) {
         await db('study_role_sites').insert(role.siteIds.map((siteId) => ({ study_role_id: id, site_id: siteId })));

@@ -1,7 +1,20 @@
 import type { Knex } from 'knex';
 import type { PatientCardStore } from '../domain/patients/patientCard.js';
 import type { SitePatientsStore } from '../domain/patients/sitePatients.js';
-import type { StaffStudiesStore } from '../domain/people/staffStudies.js';
+import type { StaffStudiesStore, StaffStudy } from '../domain/people/staffStudies.js';
+import type { SitePatient } from '../domain/patients/sitePatients.js';
+
+interface SitePatientRow { subject: string; site: string; status: SitePatient['status']; enrolled_on: string; open_queries: number; proposed_imports: number }
+interface OpenQueryRow {
+  id: number; visit: string; instance: number; form: string; field_code: string; status: string; origin: string; message: string; opened_by: string; opened_at: Date;
+}
+interface AuditTrailRow {
+  id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
+  field_code: string | null; old_value: string | null; new_value: string | null;
+}
+interface FhirImportSummaryRow {
+  number: number; created_at: Date; mode: string; status: string; counts: Record<string, number>; key_name: string | null; decided_at: Date | null; decided_by: string | null;
+}
 
 /**
  * What the staff portal shows and no use case writes: a person's studies, the patient list of their
@@ -16,7 +29,7 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .where('r.user_id', userId)
         .groupBy('s.id', 's.code', 's.name')
         .orderBy('s.code')
-        .select('s.code', 's.name', db.raw('array_agg(r.role order by r.role) as roles'));
+        .select<StaffStudy[]>('s.code', 's.name', db.raw('array_agg(r.role order by r.role) as roles'));
       return rows.map((r) => ({ code: r.code, name: r.name, roles: r.roles }));
     },
     async patientsAt(studyId, siteIds, hiddenFormIds, page) {
@@ -29,7 +42,7 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
       if (page.contains) q.whereILike('p.subject', `%${page.contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       if (page.after !== undefined) q.where('p.subject', '>', page.after);
       const rows = await q
-        .select(
+        .select<SitePatientRow[]>(
           'p.subject', 's.number as site', 'p.status', 'p.enrolled_on',
           db.raw(`(select count(*)::int from queries q join records r on r.id = q.record_id
             where q.patient_id = p.id and q.status in ('open', 'answered') and not (r.form_id = any(?::int[]))) as open_queries`, [hiddenFormIds]),
@@ -63,10 +76,10 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .leftJoin('visits as v', 'v.id', 'r.visit_id')
         .leftJoin('forms as f', 'f.id', 'r.form_id')
         .where('a.patient_id', patientId)
-        .andWhere((q) => q.whereNull('r.id').orWhereNotIn('r.form_id', hiddenFormIds))
+        .andWhere((q) => { q.whereNull('r.id').orWhereNotIn('r.form_id', hiddenFormIds); })
         .orderBy('a.id', 'desc')
         .limit(limit)
-        .select('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'v.code as visit', 'r.instance', 'f.code as form', 'a.field_code', 'a.old_value', 'a.new_value');
+        .select<AuditTrailRow[]>('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'v.code as visit', 'r.instance', 'f.code as form', 'a.field_code', 'a.old_value', 'a.new_value');
       return rows.map((r) => ({
         id: r.id, at: r.at, author: r.author, reason: r.reason, action: r.action, visit: r.visit ?? null, instance: r.instance ?? null,
         form: r.form ?? null, field: r.field_code, oldValue: r.old_value, newValue: r.new_value,
@@ -78,7 +91,7 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .leftJoin('users as u', 'u.id', 'i.decided_by')
         .where('i.patient_id', patientId)
         .orderBy('i.number', 'desc')
-        .select('i.number', 'i.created_at', 'i.mode', 'i.status', 'i.counts', 'k.name as key_name', 'i.decided_at', 'u.name as decided_by');
+        .select<FhirImportSummaryRow[]>('i.number', 'i.created_at', 'i.mode', 'i.status', 'i.counts', 'k.name as key_name', 'i.decided_at', 'u.name as decided_by');
       return rows.map((r) => ({
         number: r.number, createdAt: r.created_at, mode: r.mode, status: r.status, counts: r.counts, keyName: r.key_name,
         decidedAt: r.decided_at, decidedBy: r.decided_by,

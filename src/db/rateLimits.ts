@@ -18,7 +18,7 @@ import { RATE_WINDOW_MS, type RateWindow } from '../domain/apiKeys/rateWindow.js
  * rows, so whoever writes a minute holds its key: statements of several processes queue on the keys and
  * never deadlock.
  */
-export const TABLE = 'rate_limits';
+const TABLE = 'rate_limits';
 
 /**
  * Common table expressions that count the requests of `keys` (an expression with columns `id`, the key,
@@ -65,7 +65,7 @@ export function countSql(keys: string): string {
 }
 
 /** A key's minute as a counting statement returned it (`win` of countSql). */
-export interface CountedMinute {
+interface CountedMinute {
   key: string;
   admitted: number;
   held: number;

@@ -1,7 +1,7 @@
 import type { PageRequest, ReadFilters, ReadScope } from '../domain/stores.js';
 
 /** One page query of the read calls (src/db/readPages.ts). */
-export type PageQuery<Row> = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>;
+type PageQuery<Row> = (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>;
 
 /** How old a page read ahead may be when it is served; older ones are read again. */
 export const READ_AHEAD_MS = 2000;
@@ -73,8 +73,10 @@ export function createReadAhead(removalMark: RemovalMark, now: () => number = Da
         let rows: Row[] | undefined;
         if (read && now() - read.at <= READ_AHEAD_MS) rows = await served<Row>(read, scope.studyId);
         rows ??= await query(scope, filters, page);
-        if (rows.length === page.limit && page.limit >= 2) {
-          const next = { ...page, afterId: rows[page.limit - 2].id };
+        // A full page: its second-last row starts the next page (a page of one has none).
+        const nextAfter = rows.length === page.limit ? rows[page.limit - 2] : undefined;
+        if (nextAfter) {
+          const next = { ...page, afterId: nextAfter.id };
           keep(keyOf(scope, filters, next), scope.studyId, () => query(scope, filters, next));
         }
         return rows;

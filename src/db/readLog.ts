@@ -1,9 +1,12 @@
 import type { Knex } from 'knex';
 import type { ReadLogRow, ReadLogStore } from '../domain/stores.js';
 
-export const TABLE = 'read_log';
+const TABLE = 'read_log';
 
-function rowToRead(r: Record<string, any>): ReadLogRow {
+/** A row of `read_log` with the name of its key. */
+interface ReadLogRecord { id: number; api_key_id: number; key_name: string; at: Date; operation: string; filters: Record<string, unknown>; rows: number }
+
+function rowToRead(r: ReadLogRecord): ReadLogRow {
   return { id: r.id, keyId: r.api_key_id, keyName: r.key_name, at: r.at, operation: r.operation, filters: r.filters, rows: r.rows };
 }
 
@@ -22,7 +25,7 @@ export function readLogStore(db: Knex): ReadLogStore {
       const rows = await db(`${TABLE} as r`)
         .join('api_keys as k', 'k.id', 'r.api_key_id')
         .where('r.study_id', studyId)
-        .select('r.*', 'k.name as key_name')
+        .select<ReadLogRecord[]>('r.*', 'k.name as key_name')
         // Newest first by id, the order reads were logged in: it walks the (study_id, id) index instead of
         // sorting every read of the study, which the log of a busy key soon makes large.
         .orderBy('r.id', 'desc')

@@ -1,5 +1,9 @@
 import type { Knex } from 'knex';
-import type { PageRequest, QueryReadRow, ReadFilters, ReadScope, ReadStore, RecordReadRow } from '../domain/stores.js';
+import type { PageRequest, QueryReadRow, ReadFilters, ReadScope, ReadStore, RecordReadRow, RemovalRow } from '../domain/stores.js';
+
+interface PatientPageRecord { id: number; subject: string; site: string; sex: string; enrolled_on: string; status: string; updated_at: Date }
+type QueryPageRecord = Omit<QueryReadRow, 'field' | 'openedAt' | 'closedAt' | 'updatedAt'> & { field_code: string; opened_at: Date; closed_at: Date | null; updated_at: Date };
+type RemovalRecord = Omit<RemovalRow, 'removedAt'> & { removed_at: Date };
 
 /** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
 const WATERMARK_MARGIN_MS = 1000;
@@ -17,7 +21,7 @@ const ISO_INSTANT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * selectivities, misjudges the row count and sorts the whole site instead of walking the
  * `(study_id, site_id, id)` index in id order (test/integration/readPages.test.ts runs EXPLAIN).
  */
-export function visible(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+export function visible<Q extends Knex.QueryBuilder>(q: Q, scope: ReadScope, filters: ReadFilters, alias: string): Q {
   q.where(`${alias}.study_id`, scope.studyId).whereIn(`${alias}.site_id`, sitesOf(scope, filters)).whereNull('p.data_use_withdrawn_at');
   if (filters.subject !== undefined) q.where('p.subject', filters.subject);
   return q;
@@ -29,7 +33,7 @@ function sitesOf(scope: ReadScope, filters: ReadFilters): number[] {
 }
 
 /** Forms of the unblinded team stay hidden whatever the form filter asks for. */
-export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: ReadFilters, alias: string): Knex.QueryBuilder {
+export function formAndVisit<Q extends Knex.QueryBuilder>(q: Q, scope: ReadScope, filters: ReadFilters, alias: string): Q {
   if (filters.formId !== undefined) {
     if (scope.hiddenFormIds.includes(filters.formId)) q.whereRaw('false');
     else q.where(`${alias}.form_id`, filters.formId);
@@ -41,7 +45,7 @@ export function formAndVisit(q: Knex.QueryBuilder, scope: ReadScope, filters: Re
 }
 
 /** `updatedColumn` is a column or an SQL expression of the calling code, never a client's text. */
-export function keyset(q: Knex.QueryBuilder, column: string, page: PageRequest, updatedColumn: string): Knex.QueryBuilder {
+export function keyset<Q extends Knex.QueryBuilder>(q: Q, column: string, page: PageRequest, updatedColumn: string): Q {
   // A paging token is readable JSON a client can rewrite: compared as bigint, an id beyond an `integer` column
   // finds no row instead of failing the query (issue 21.6); PostgreSQL still uses the column's index.
   q.whereRaw('?? > ?::bigint', [column, page.afterId]).orderBy(column).limit(page.limit);
@@ -77,17 +81,17 @@ export function readStore(db: Knex): ReadStore {
   return {
     async patientsPage(scope, filters, page) {
       const q = visible(db('patients as p').join('sites as s', 's.id', 'p.site_id'), scope, filters, 'p')
-        .select('p.id', 'p.subject', 's.number as site', 'p.sex', 'p.enrolled_on', 'p.status', 'p.updated_at');
+        .select<PatientPageRecord[]>('p.id', 'p.subject', 's.number as site', 'p.sex', 'p.enrolled_on', 'p.status', 'p.updated_at');
       if (filters.status !== undefined) q.where('p.status', filters.status);
       const rows = await keyset(q, 'p.id', page, 'p.updated_at');
-      return rows.map((r: Record<string, any>) => ({ id: r.id, subject: r.subject, site: r.site, sex: r.sex, enrolledOn: r.enrolled_on, status: r.status, updatedAt: r.updated_at }));
+      return rows.map((r) => ({ id: r.id, subject: r.subject, site: r.site, sex: r.sex, enrolledOn: r.enrolled_on, status: r.status, updatedAt: r.updated_at }));
     },
     async recordsPage(scope, filters, page) {
       const q = visible(
         db('records as r').join('patients as p', 'p.id', 'r.patient_id').join('sites as s', 's.id', 'r.site_id')
           .join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id'),
         scope, filters, 'r',
-      ).select('r.id', db.raw(`json_build_object('id', r.id, 'subject', p.subject, 'site', s.number, 'visit', v.code, 'form', f.code,
+      ).select<RecordReadRow[]>('r.id', db.raw(`json_build_object('id', r.id, 'subject', p.subject, 'site', s.number, 'visit', v.code, 'form', f.code,
           'instance', r.instance, 'status', r.status, 'source', r.source, 'updated_at', to_char(r.updated_at at time zone 'UTC', ${ISO_INSTANT}),
           'values', r.values, 'not_done', r.not_done, 'tables', r.tables)::text as json`));
       formAndVisit(q, scope, filters, 'r');
@@ -103,7 +107,7 @@ export function readStore(db: Knex): ReadStore {
     async removals(scope, filters, since) {
       const q = db('removals as rm').join('patients as p', 'p.id', 'rm.patient_id').join('sites as s', 's.id', 'p.site_id')
         .where('rm.study_id', scope.studyId).whereIn('p.site_id', sitesOf(scope, filters)).where('rm.removed_at', '>=', since)
-        .select('p.subject', 's.number as site', 'rm.reason', 'rm.removed_at').orderBy('rm.id');
+        .select<RemovalRecord[]>('p.subject', 's.number as site', 'rm.reason', 'rm.removed_at').orderBy('rm.id');
       if (filters.subject !== undefined) q.where('p.subject', filters.subject);
       return (await q).map((r) => ({ subject: r.subject, site: r.site, reason: r.reason, removedAt: r.removed_at }));
     },
@@ -116,8 +120,8 @@ export function readStore(db: Knex): ReadStore {
       // its rows, or started after the clock was read. Only the few microseconds between a writer
       // taking its start time and being listed remain, so the watermark is set back by a margin more.
       // The service's database role must see other sessions' `xact_start` (same role or pg_read_all_stats).
-      const { rows: [{ clock }] } = await db.raw('select clock_timestamp() as clock, pg_stat_clear_snapshot()');
-      const { rows: [{ oldest }] } = await db.raw(`select min(xact_start) as oldest from pg_stat_activity
+      const { rows: [{ clock }] } = await db.raw<{ rows: [{ clock: Date }] }>('select clock_timestamp() as clock, pg_stat_clear_snapshot()');
+      const { rows: [{ oldest }] } = await db.raw<{ rows: [{ oldest: Date | null }] }>(`select min(xact_start) as oldest from pg_stat_activity
         where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and xact_start is not null`);
       const start = oldest && oldest < clock ? oldest : clock;
       return new Date(start.getTime() - WATERMARK_MARGIN_MS);
@@ -130,6 +134,6 @@ export function readStore(db: Knex): ReadStore {
  * a page read before it changed may hold that patient (src/db/readAhead.ts).
  */
 export async function lastRemovalId(db: Knex, studyId: number): Promise<number> {
-  const row = await db('removals').where({ study_id: studyId }).max({ id: 'id' }).first();
+  const row = await db('removals').where({ study_id: studyId }).max({ id: 'id' }).first<{ id: number | null } | undefined>();
   return Number(row?.id ?? 0);
 }

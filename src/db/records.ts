@@ -2,9 +2,14 @@ import type { Knex } from 'knex';
 import type { RecordKey, RecordStore, StoredRecord } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 
-export const TABLE = 'records';
+const TABLE = 'records';
 
-function rowToRecord(r: Record<string, any>): StoredRecord {
+/** A key of `records` as the table holds it. */
+interface RecordKeyRecord { id: number; patient_id: number; visit_id: number; form_id: number; instance: number }
+/** A row of `records` as COLUMNS reads it. */
+interface RecordRecord extends RecordKeyRecord, Pick<StoredRecord, 'status' | 'values' | 'tables'> { not_done: StoredRecord['notDone'] }
+
+function rowToRecord(r: RecordRecord): StoredRecord {
   return {
     id: r.id, patientId: r.patient_id, visitId: r.visit_id, formId: r.form_id, instance: r.instance,
     status: r.status, values: r.values, notDone: r.not_done, tables: r.tables,
@@ -21,7 +26,7 @@ export function recordStore(db: Knex): RecordStore {
       if (keys.length === 0) return [];
       // Four arrays rather than four parameters a key: 500 keys are one short statement. Locked rows are
       // taken in id order, the same order in every transaction, so two writers queue instead of deadlocking.
-      const { rows } = await db.raw(
+      const { rows } = await db.raw<{ rows: RecordRecord[] }>(
         `select ${COLUMNS} from ${TABLE} r
          where (patient_id, visit_id, form_id, instance) in (select * from unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::int[]))
          ${options.lock ? 'order by id for update' : ''}`,
@@ -30,7 +35,7 @@ export function recordStore(db: Knex): RecordStore {
       return rows.map(rowToRecord);
     },
     async forPatient(patientId) {
-      const rows = await db(TABLE).where({ patient_id: patientId }).select(COLUMNS.split(', '));
+      const rows = await db(TABLE).where({ patient_id: patientId }).select<RecordRecord[]>(COLUMNS.split(', '));
       return rows.map(rowToRecord);
     },
     async insertMany(records) {
@@ -38,7 +43,7 @@ export function recordStore(db: Knex): RecordStore {
         ...keyColumns(r), study_id: r.studyId, site_id: r.siteId, source: r.source, status: r.status,
         values: r.values, not_done: r.notDone, tables: r.tables,
       }));
-      const inserted = await insertRows(db, TABLE, rows, 'on conflict (patient_id, visit_id, form_id, instance) do nothing returning id, patient_id, visit_id, form_id, instance');
+      const inserted = await insertRows<RecordKeyRecord>(db, TABLE, rows, 'on conflict (patient_id, visit_id, form_id, instance) do nothing returning id, patient_id, visit_id, form_id, instance');
       return inserted.map((r) => ({ id: r.id, patientId: r.patient_id, visitId: r.visit_id, formId: r.form_id, instance: r.instance }));
     },
     async updateMany(changes) {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { SignInStore } from '../domain/people/signIn.js';
 import type { SessionStore } from '../domain/people/staffSessions.js';
 
-export const TABLE = 'sessions';
+const TABLE = 'sessions';
 
 /**
  * Staff sign-in: portal sessions (only the hash of a session id is kept) and the count of failed
@@ -28,7 +28,7 @@ export function sessionStore(db: Knex): SessionStore & SignInStore {
           last_seen_at: db.fn.now(),
           expires_at: db.raw("least(now() + ? * interval '1 millisecond', absolute_expires_at)", [idleMs]),
         })
-        .returning(['user_id', 'csrf_token']);
+        .returning<{ user_id: number; csrf_token: string }[]>(['user_id', 'csrf_token']);
       return row ? { userId: row.user_id, csrfToken: row.csrf_token } : undefined;
     },
     async remove(idHash) {
@@ -43,7 +43,7 @@ export function sessionStore(db: Knex): SessionStore & SignInStore {
       const count = "case when locked_until is not null then 1 else failed_sign_ins + 1 end";
       const rows = await db('users')
         .where('id', userId)
-        .andWhere((q) => q.whereNull('locked_until').orWhere('locked_until', '<=', db.fn.now()))
+        .andWhere((q) => { q.whereNull('locked_until').orWhere('locked_until', '<=', db.fn.now()); })
         .update({
           failed_sign_ins: db.raw(count),
           locked_until: db.raw(`case when ${count} >= ? then now() + ? * interval '1 millisecond' else null end`, [limit, lockMs]),

@@ -41,9 +41,10 @@ export function createStores(db: Knex) {
   };
 }
 
-export type Stores = ReturnType<typeof createStores>;
+/** Every store of the service, bound to one connection or transaction (a use case takes the few it needs). */
+export type AllStores = ReturnType<typeof createStores>;
 
 /** Runs a use case over stores bound to one transaction: all of its writes land together or not at all. */
-export function inTransaction<T>(knex: Knex, fn: (stores: Stores) => Promise<T>, options: { isolationLevel?: IsolationLevel } = {}): Promise<T> {
+export function inTransaction<T>(knex: Knex, fn: (stores: AllStores) => Promise<T>, options: { isolationLevel?: IsolationLevel } = {}): Promise<T> {
   return withTransaction(knex, (trx) => fn(createStores(trx)), options);
 }

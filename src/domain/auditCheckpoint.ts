@@ -29,20 +29,20 @@ export interface CheckpointStore {
   append(checkpoint: AuditCheckpoint): Promise<void>;
 }
 
-export type CheckpointProblem =
+type CheckpointProblem =
   | { problem: 'missing_after_checkpoint'; missingFrom: number; missingTo: number; checkpointAt: string }
   | { problem: 'diverged_from_checkpoint'; row: number; checkpointAt: string }
   | { problem: 'checkpoint_signature_invalid'; checkpointAt: string };
 
 /** Compares a chain, already found whole, with the study's latest checkpoint; undefined when they agree. */
-export function checkAgainstCheckpoint(chain: { hash: string | null }[], stored: StoredCheckpoint): CheckpointProblem | undefined {
+function checkAgainstCheckpoint(chain: { hash: string | null }[], stored: StoredCheckpoint): CheckpointProblem | undefined {
   const { checkpoint, signatureValid } = stored;
   const checkpointAt = checkpoint.at;
   // A forged or damaged checkpoint anchors nothing: say so rather than trust or skip it.
   if (!signatureValid) return { problem: 'checkpoint_signature_invalid', checkpointAt };
   if (chain.length < checkpoint.rows) return { problem: 'missing_after_checkpoint', missingFrom: chain.length + 1, missingTo: checkpoint.rows, checkpointAt };
   // Each hash covers every row before it: the row at the checkpoint's position having its hash proves rows 1..N unchanged.
-  if (checkpoint.rows > 0 && chain[checkpoint.rows - 1].hash !== checkpoint.lastHash) {
+  if (checkpoint.rows > 0 && chain[checkpoint.rows - 1]?.hash !== checkpoint.lastHash) {
     return { problem: 'diverged_from_checkpoint', row: checkpoint.rows, checkpointAt };
   }
   return undefined;

@@ -17,7 +17,7 @@ export type ErrorCode =
   | 'sign_in_failed' | 'portal_forbidden' | 'csrf_failed' | 'portal_not_found' | 'portal_bad_form'
   | 'not_a_manager' | 'export_right_missing' | 'invalid_key_name' | 'key_rights_missing' | 'invalid_key_term'
   | 'site_not_allowed' | 'key_sites_missing' | 'key_not_found' | 'key_already_revoked'
-  // Decisions on a FHIR import (src/domain/fhir/reviewImport.ts), taken on the review page.
+  // Decisions on a FHIR import (src/domain/fhir/importDecision.ts), taken on the review page.
   | 'import_nothing_chosen' | 'import_decision_not_allowed' | 'import_not_found' | 'import_already_decided'
   | 'invalid_import_choice' | 'import_outdated' | 'import_items_refused'
   | 'import_reason_required'

@@ -8,7 +8,7 @@ import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImp
 import type { StudyDesign } from './studyDesign/types.js';
 import type { WebhookEventType } from './webhooks/webhookEvents.js';
 
-export interface StudyRow {
+export interface Study {
   id: number;
   code: string;
   name: string;
@@ -28,33 +28,33 @@ export interface StudyRow {
   structure?: StudyStructure;
 }
 
-export interface SiteRow { id: number; number: string; name: string }
+export interface Site { id: number; number: string; name: string }
 
 /** Visit and form ids by code, for writing and reading records. */
 export interface DesignIds { visits: Map<string, number>; forms: Map<string, number> }
 
-export interface StudyStructure { sites: SiteRow[]; ids: DesignIds }
+export interface StudyStructure { sites: Site[]; ids: DesignIds }
 
 export interface StudySettings { apiEnabled?: boolean; enrolmentOpen?: boolean; locked?: boolean }
 
 export interface StudyStore {
-  findByCode(code: string): Promise<StudyRow | undefined>;
+  findByCode(code: string): Promise<Study | undefined>;
   /** Writes a study with its whole design (sites, visits, forms, fields, edit checks, mapping); returns its id. */
   insertDesign(design: StudyDesign, designHash: string): Promise<number>;
   updateSettings(studyId: number, settings: StudySettings): Promise<void>;
   /** The study's sites by number; from the row itself when it carries its structure. */
-  sites(study: Pick<StudyRow, 'id' | 'structure'>): Promise<SiteRow[]>;
+  sites(study: Pick<Study, 'id' | 'structure'>): Promise<Site[]>;
   /** Visit and form ids by code; from the row itself when it carries its structure. */
-  designIds(study: Pick<StudyRow, 'id' | 'structure'>): Promise<DesignIds>;
+  designIds(study: Pick<Study, 'id' | 'structure'>): Promise<DesignIds>;
   /** Takes the next patient number of a site atomically (a row lock held to the end of the transaction). */
   takeNextSeq(siteId: number): Promise<number>;
 }
 
-export interface UserRow { id: number; email: string; name: string; passwordHash: string | null }
+export interface User { id: number; email: string; name: string; passwordHash: string | null }
 
 export type RoleName = 'manager' | 'site_staff';
 
-export interface RoleRow {
+export interface Role {
   id: number;
   studyId: number;
   userId: number;
@@ -67,12 +67,12 @@ export interface RoleRow {
 }
 
 export interface PeopleStore {
-  findUserByEmail(email: string): Promise<UserRow | undefined>;
-  findUserById(id: number): Promise<UserRow | undefined>;
+  findUserByEmail(email: string): Promise<User | undefined>;
+  findUserById(id: number): Promise<User | undefined>;
   insertUser(user: { email: string; name: string; passwordHash: string | null }): Promise<number>;
   updateUser(id: number, changes: { name?: string; passwordHash?: string | null }): Promise<void>;
-  roles(studyId: number, userId: number): Promise<RoleRow[]>;
-  upsertRole(role: Omit<RoleRow, 'id'>): Promise<number>;
+  roles(studyId: number, userId: number): Promise<Role[]>;
+  upsertRole(role: Omit<Role, 'id'>): Promise<number>;
   deleteRole(roleId: number): Promise<void>;
 }
 
@@ -99,7 +99,7 @@ export interface AuditStore {
   lockCheckpoints(studyId: number): Promise<void>;
 }
 
-export interface ApiKeyRow {
+export interface ApiKey {
   id: number;
   studyId: number;
   name: string;
@@ -120,7 +120,7 @@ export interface ApiKeyRow {
 }
 
 /** A key together with the facts about its maker that decide whether it still works. */
-export interface ApiKeyWithMaker extends ApiKeyRow {
+export interface ApiKeyWithMaker extends ApiKey {
   studyCode: string;
   makerName: string;
   makerIsManager: boolean;
@@ -131,14 +131,14 @@ export interface ApiKeyWithMaker extends ApiKeyRow {
 }
 
 export interface ApiKeyStore {
-  insert(key: Omit<ApiKeyRow, 'id' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKeyRow>;
+  insert(key: Omit<ApiKey, 'id' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKey>;
   findByFingerprint(fingerprint: Buffer): Promise<ApiKeyWithMaker | undefined>;
   findById(studyId: number, id: number): Promise<ApiKeyWithMaker | undefined>;
   list(studyId: number): Promise<ApiKeyWithMaker[]>;
   revoke(id: number, byUserId: number): Promise<void>;
 }
 
-export interface PatientRow {
+export interface Patient {
   id: number;
   studyId: number;
   siteId: number;
@@ -152,21 +152,21 @@ export interface PatientRow {
   fhirIdentity: { system?: string; value: string }[] | null;
 }
 
-export interface ConsentRow { givenOn: string | null; withdrawnOn: string | null; dataUseWithdrawn: boolean }
+export interface Consent { givenOn: string | null; withdrawnOn: string | null; dataUseWithdrawn: boolean }
 
 export interface PatientStore extends PatientLookup {
-  findBySubject(studyId: number, subject: string): Promise<PatientRow | undefined>;
+  findBySubject(studyId: number, subject: string): Promise<Patient | undefined>;
   /** Inserts a patient; throws DomainError('subject_taken') when the subject exists, leaving the transaction usable. */
-  insert(patient: Omit<PatientRow, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity'>): Promise<PatientRow>;
+  insert(patient: Omit<Patient, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity'>): Promise<Patient>;
   subjectExists(studyId: number, subject: string): Promise<boolean>;
-  latestConsent(patientId: number): Promise<ConsentRow | undefined>;
-  insertConsent(patientId: number, consent: ConsentRow): Promise<void>;
-  markDataUseWithdrawn(patient: PatientRow): Promise<void>;
+  latestConsent(patientId: number): Promise<Consent | undefined>;
+  insertConsent(patientId: number, consent: Consent): Promise<void>;
+  markDataUseWithdrawn(patient: Patient): Promise<void>;
 }
 
-export interface PatientLookup {
+interface PatientLookup {
   /** Patients of a study by subject, with their latest consent: one query for a whole request. */
-  findBySubjects(studyId: number, subjects: string[]): Promise<(PatientRow & { consent: ConsentRow | undefined })[]>;
+  findBySubjects(studyId: number, subjects: string[]): Promise<(Patient & { consent: Consent | undefined })[]>;
 }
 
 /** Where a form instance lives: one record per patient, visit occurrence and form. */
@@ -316,8 +316,8 @@ export interface FhirImportReadRow {
   subject: string;
   site: string;
   number: number;
-  mode: FhirImportRow['mode'];
-  status: FhirImportRow['status'];
+  mode: FhirImport['mode'];
+  status: FhirImport['status'];
   counts: FhirImportCounts;
   createdAt: Date;
   /** When it was decided, else made: the rows' `updated_at` for incremental loads. */
@@ -350,7 +350,7 @@ export interface ReadLogStore {
 
 export interface ReadLogRow { id: number; keyId: number; keyName: string; at: Date; operation: string; filters: Record<string, unknown>; rows: number }
 
-export interface FhirImportRow {
+interface FhirImport {
   id: number;
   patientId: number;
   number: number;
@@ -362,7 +362,7 @@ export interface FhirImportRow {
 }
 
 /** A stored import with its items in file order (an item's index is its `position`), and its decision. */
-export interface StoredFhirImport extends FhirImportRow {
+export interface StoredFhirImport extends FhirImport {
   studyId: number;
   decidedAt: Date | null;
   decidedBy: number | null;
@@ -386,7 +386,7 @@ export interface FhirImportStore {
   /** The patient's next import number, taken under a lock on the patient so concurrent imports get distinct numbers. */
   nextNumber(patientId: number): Promise<number>;
   /** `contentHash` is the SHA-256 of the file's resources (see `fhirContentHash`). */
-  insert(row: Omit<FhirImportRow, 'id'> & { studyId: number; apiKeyId: number | null; contentHash: string }, items: FhirImportItem[]): Promise<number>;
+  insert(row: Omit<FhirImport, 'id'> & { studyId: number; apiKeyId: number | null; contentHash: string }, items: FhirImportItem[]): Promise<number>;
   /**
    * The patient's import of that mode and content still waiting for review, if any. Takes the lock on
    * the patient first, as `nextNumber` does, so that the same file sent twice at once is imported once.
@@ -405,7 +405,7 @@ export interface FhirImportStore {
   linkPatientIdentity(patientId: number, identity: { system?: string; value: string }[]): Promise<boolean>;
 }
 
-export interface PatientRecords {
+interface PatientRecords {
   /** Every saved record of a patient (the FHIR mapping compares against them). */
   forPatient(patientId: number): Promise<StoredRecord[]>;
 }

@@ -12,7 +12,7 @@ import { routedDocument } from './spec.js';
 import { SerializedJson } from './serializedJson.js';
 import { StreamedBody } from './streamedBody.js';
 import { validationError } from './validationErrors.js';
-import type { Services } from './requestState.js';
+import type { Services } from '../requestState.js';
 import type { KoaContext, OperationId } from './types.js';
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext its default import is the module object.
@@ -50,7 +50,7 @@ const ALWAYS_ALLOWED_QUERY = new Set(['lang']);
  * malformed parameters rather than sent to the database, where they would fail the whole request.
  */
 function unstorableParameters(c: Context): FieldError[] {
-  const locations = { query: c.request.query ?? {}, path: c.request.params ?? {} };
+  const locations = { query: (c.request.query ?? {}) as Record<string, unknown>, path: (c.request.params ?? {}) as Record<string, unknown> };
   return Object.entries(locations).flatMap(([location, values]) => Object.entries(values)
     .filter(([, value]) => [value].flat().some((v: unknown) => typeof v === 'string' && !isStorableText(v)))
     .map(([name]) => ({ pointer: `/${location}/${name}`, code: 'invalid_character' })));

@@ -1,13 +1,13 @@
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
-import type { StudyRow } from '../domain/stores.js';
-import type { Services } from './requestState.js';
+import type { Study } from '../domain/stores.js';
+import type { Services } from '../requestState.js';
 import type { KoaContext } from './types.js';
 
 /**
  * The key and study that the security step attached to the request. Every keyed operation runs
  * after that step, so their absence is a wiring bug, not a client error.
  */
-export function authenticated(ctx: KoaContext): { key: KeyContext; study: StudyRow; services: Services } {
+export function authenticated(ctx: KoaContext): { key: KeyContext; study: Study; services: Services } {
   const { key, study, services } = ctx.state;
   if (!key || !study) throw new Error('operation reached without an authenticated key and study');
   return { key, study, services };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyContext } from '../domain/apiKeys/keyContext.js';
-import type { SiteRow, StudyRow } from '../domain/stores.js';
+import type { Site, Study } from '../domain/stores.js';
 import { designForKey } from '../domain/studies/designForKey.js';
 import { toStudyDesignDto } from './presenters/studyDesign.js';
 import { SerializedJson } from './serializedJson.js';
@@ -18,8 +18,11 @@ const answers = new LRUCache<string, DesignAnswer>({ max: 1000 });
  * Everything the design answer is made of: the study's own row (design by hash), its sites, and what of
  * them the key sees (its sites, and whether its maker is unblinded). The same inputs give the same text.
  */
-function viewOf(study: StudyRow, sites: SiteRow[], key: KeyContext): string {
-  const { design: _byHash, structure: _sites, ...row } = study;
+function viewOf(study: Study, sites: Site[], key: KeyContext): string {
+  // The design is known by its hash, the structure by the sites given.
+  const row: Partial<Study> = { ...study };
+  delete row.design;
+  delete row.structure;
   return JSON.stringify([row, sites, key.siteIds, key.makerUnblinded]);
 }
 
@@ -28,7 +31,7 @@ function viewOf(study: StudyRow, sites: SiteRow[], key: KeyContext): string {
  * not per request. Building and hashing the 8 KB text was a fifth of the design call's CPU under load,
  * and a polling integration asks for the same view again and again.
  */
-export function designAnswer(study: StudyRow, sites: SiteRow[], key: KeyContext): DesignAnswer {
+export function designAnswer(study: Study, sites: Site[], key: KeyContext): DesignAnswer {
   const view = viewOf(study, sites, key);
   let answer = answers.get(view);
   if (!answer) {

@@ -102,13 +102,13 @@ const ASSET_FILES: Record<string, Asset> = {
 /** Read once, on first use: the bundle is 1.7 MB and the service should not pay for it at start-up. */
 const loaded = new Map<string, string>();
 
-export const getApiDocs: OperationHandler<'getApiDocs'> = async () => ({
+export const getApiDocs: OperationHandler<'getApiDocs'> = () => Promise.resolve({
   status: 200,
   body: PAGE,
   headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_POLICY },
 });
 
-export const getApiDocsAsset: OperationHandler<'getApiDocsAsset'> = async (c) => {
+export const getApiDocsAsset: OperationHandler<'getApiDocsAsset'> = (c) => {
   const name = c.request.params.file;
   const asset = Object.hasOwn(ASSET_FILES, name) ? ASSET_FILES[name] : undefined;
   if (!asset) throw new DomainError('not_found');
@@ -117,5 +117,5 @@ export const getApiDocsAsset: OperationHandler<'getApiDocsAsset'> = async (c) =>
     body = asset.read();
     loaded.set(name, body);
   }
-  return { status: 200, body, headers: { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' } };
+  return Promise.resolve({ status: 200 as const, body, headers: { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' } });
 };

@@ -7,7 +7,7 @@ import { authenticated } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
 import { itemsWithPlacement } from './presenters/fhirImportItems.js';
 import { reviewUrlOf, toFhirImportDto, toFhirImportPageDto } from './presenters/fhirImports.js';
-import { readRequestOf, readStores } from './readRequest.js';
+import { readRequestOf, poolStores } from './readRequest.js';
 import type { KoaContext, OperationHandler } from './types.js';
 
 type FhirImportCall = Parameters<OperationHandler<'importFhirRecord'>>[0] | Parameters<OperationHandler<'importFhirNdjson'>>[0];
@@ -54,14 +54,14 @@ export const importFhirNdjson: OperationHandler<'importFhirNdjson'> = importFhir
 /** GET /studies/{study_code}/fhir: a page of the study's FHIR imports and their outcomes, without items. */
 export const listFhirImports: OperationHandler<'listFhirImports'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const page = await listImports(readStores(services), key, study, readRequestOf(c.request.query));
+  const page = await listImports(poolStores(services), key, study, readRequestOf(c.request.query));
   return { status: 200, body: toFhirImportPageDto(page, services.config.baseUrl, study.code) };
 };
 
 /** GET /studies/{study_code}/fhir/{import_id}: one FHIR import with its items and their outcomes. */
 export const getFhirImport: OperationHandler<'getFhirImport'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const found = await getImport(readStores(services), key, study, c.request.params.import_id);
+  const found = await getImport(poolStores(services), key, study, c.request.params.import_id);
   const items = itemsWithPlacement(found.items, found.placements, study.design, ctx.state.lang);
   return { status: 200, body: toFhirImportDto({ ...found, items }, services.config.baseUrl, study.code) };
 };

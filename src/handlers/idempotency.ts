@@ -1,5 +1,5 @@
 import { onceForKey } from '../domain/idempotency/onceForKey.js';
-import type { Stores } from '../db/stores.js';
+import type { AllStores } from '../db/stores.js';
 import { authenticated } from './authenticated.js';
 import type { KoaContext, OperationId } from './types.js';
 
@@ -14,7 +14,7 @@ import type { KoaContext, OperationId } from './types.js';
  */
 export async function answerOnce<R extends { status: number; body: unknown; headers?: Record<string, string> }>(
   ctx: KoaContext,
-  stores: Pick<Stores, 'idempotencyKeys'>,
+  stores: Pick<AllStores, 'idempotencyKeys'>,
   request: { operation: OperationId; input: unknown } | undefined,
   answer: () => Promise<R>,
 ): Promise<R> {

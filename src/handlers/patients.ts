@@ -1,6 +1,6 @@
 import { readPage } from '../domain/reads/readPage.js';
 import { toPatientPageDto } from './presenters/readRows.js';
-import { readRequestOf, readStores } from './readRequest.js';
+import { readRequestOf, poolStores } from './readRequest.js';
 import { enrolPatient } from '../domain/patients/enrolPatient.js';
 import { inTransaction } from '../db/stores.js';
 import { authenticated, keyActor } from './authenticated.js';
@@ -17,7 +17,7 @@ export const createPatient: OperationHandler<'createPatient'> = async (c, ctx) =
 /** GET /studies/{study_code}/patients: a page of the patients the key may see. */
 export const listPatients: OperationHandler<'listPatients'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const stores = readStores(services);
+  const stores = poolStores(services);
   const page = await readPage(stores, key, study, 'patients', readRequestOf(c.request.query), services.readAhead.pages('patients', (...args) => stores.reads.patientsPage(...args)));
   return { status: 200, body: toPatientPageDto(page) };
 };

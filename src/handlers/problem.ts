@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.js';
 import { DomainError, isDomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { detailOf, translate, type Lang } from './messages/index.js';
+import { detailOf, paramText, translate, type Lang } from './messages/index.js';
 
 /**
  * The only place that knows HTTP status: a stable error code maps to its status here, and to
@@ -62,7 +62,7 @@ const STATUS: Record<ErrorCode, number> = {
   key_already_revoked: 409,
   portal_bad_form: 400,
   import_nothing_chosen: 422,
-  // Decisions on a FHIR import (src/domain/fhir/reviewImport.ts), taken on the review page.
+  // Decisions on a FHIR import (src/domain/fhir/importDecision.ts), taken on the review page.
   import_decision_not_allowed: 403,
   import_not_found: 404,
   dataset_not_found: 404,
@@ -98,9 +98,9 @@ const STATUS: Record<ErrorCode, number> = {
   query_place_unknown: 422,
 };
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export type ProblemBody = components['schemas']['Problem'];
+type ProblemBody = components['schemas']['Problem'];
 type ProblemError = components['schemas']['ProblemError'];
 
 export interface ProblemReply {
@@ -124,7 +124,7 @@ export function isRefusal(error: unknown): error is DomainError {
 /** Localizes one field error; `field.<code>` texts exist for codes shared by many places, `params.variant` picks a wording. */
 export function fieldMessage(lang: Lang, error: FieldError): string {
   const variant = error.params?.variant;
-  return translate(lang, `field.${error.code}${variant ? `.${String(variant)}` : ''}`, error.params ?? {});
+  return translate(lang, `field.${error.code}${variant ? `.${paramText(variant)}` : ''}`, error.params ?? {});
 }
 
 /**

@@ -6,13 +6,13 @@ import { inTransaction } from '../db/stores.js';
 import { authenticated, keyActor, keyWriteAccess } from './authenticated.js';
 import { answerOnce } from './idempotency.js';
 import { toQueryDto, toQueryPageDto } from './presenters/readRows.js';
-import { readRequestOf, readStores } from './readRequest.js';
+import { readRequestOf, poolStores } from './readRequest.js';
 import type { OperationHandler } from './types.js';
 
 /** GET /studies/{study_code}/queries: a page of data queries on what the key may see. */
 export const listQueries: OperationHandler<'listQueries'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const stores = readStores(services);
+  const stores = poolStores(services);
   const page = await readPage(stores, key, study, 'queries', readRequestOf(c.request.query), services.readAhead.pages('queries', (...args) => stores.reads.queriesPage(...args)));
   return { status: 200, body: toQueryPageDto(page) };
 };

@@ -1,5 +1,5 @@
-import { createStores, type Stores } from '../db/stores.js';
-import type { Services } from './requestState.js';
+import { createStores, type AllStores } from '../db/stores.js';
+import type { Services } from '../requestState.js';
 import type { ReadRequest } from '../domain/reads/readPage.js';
 
 /** The query parameters of a read call, as openapi-backend validated and coerced them. */
@@ -12,12 +12,12 @@ export function readRequestOf(query: {
 }
 
 /**
- * The stores a read page runs on: the pool itself, not a transaction. Each of the page's statements
+ * Read-write stores on the pool itself, not bound to a transaction: what a read page runs on. Each of the page's statements
  * (watermark, page, removals, read log) then sees every transaction committed before it started,
  * whatever the server's default isolation, which is what the watermark needs; a snapshot taken
  * earlier would not. It also saves a page two round trips (BEGIN and COMMIT): the log row is one
  * statement, and a read changes nothing else.
  */
-export function readStores(services: Services): Stores {
+export function poolStores(services: Services): AllStores {
   return createStores(services.db.knex);
 }

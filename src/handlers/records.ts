@@ -1,6 +1,6 @@
 import { readPage } from '../domain/reads/readPage.js';
 import { toRecordPageJson } from './presenters/readRows.js';
-import { readRequestOf, readStores } from './readRequest.js';
+import { readRequestOf, poolStores } from './readRequest.js';
 import { submitRecords } from '../domain/records/submitRecords.js';
 import { inTransaction } from '../db/stores.js';
 import { authenticated, keyActor, keyWriteAccess } from './authenticated.js';
@@ -26,7 +26,7 @@ export const submitFormRecords: OperationHandler<'submitFormRecords'> = async (c
 /** GET /studies/{study_code}/records: a page of saved forms, for full and incremental loads. */
 export const listFormRecords: OperationHandler<'listFormRecords'> = async (c, ctx) => {
   const { key, study, services } = authenticated(ctx);
-  const stores = readStores(services);
+  const stores = poolStores(services);
   const page = await readPage(stores, key, study, 'records', readRequestOf(c.request.query), services.readAhead.pages('records', (...args) => stores.reads.recordsPage(...args)));
   return { status: 200, body: toRecordPageJson(page) };
 };

@@ -2,7 +2,7 @@ import { authenticateRequest, type KeyRequest } from '../domain/apiKeys/admissio
 import type { KoaContext } from './types.js';
 
 /** `Authorization: Bearer <value>`; anything else present is a malformed key. */
-export function bearerOf(header: string | string[] | undefined): string | undefined {
+function bearerOf(header: string | string[] | undefined): string | undefined {
   const value = Array.isArray(header) ? header[0] : header;
   // "Bearer" with no value after it (clients send it when their key variable is empty) is a missing key.
   if (!value?.trim() || /^Bearer$/i.test(value.trim())) return undefined;

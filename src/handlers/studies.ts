@@ -9,7 +9,7 @@ export const getStudyDesign: OperationHandler<'getStudyDesign'> = async (c, ctx)
   const sites = await createStores(services.db.knex).studies.sites(study);
   const { body, etag } = designAnswer(study, sites, key);
   const headers = { ETag: etag, 'Cache-Control': 'private, no-cache' };
-  const ifNoneMatch = c.request.headers['if-none-match'] as string | string[] | undefined;
+  const ifNoneMatch = (c.request.headers as Record<string, string | string[] | undefined>)['if-none-match'];
   const presented = (Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch ?? '').split(',').map((t) => t.trim().replace(/^W\//, ''));
   if (presented.includes(etag) || presented.includes('*')) return { status: 304, body: undefined, headers };
   return { status: 200, body, headers };

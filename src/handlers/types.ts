@@ -1,7 +1,7 @@
 import type { Context } from 'openapi-backend';
 import type { ParameterizedContext } from 'koa';
 import type { operations } from '../../generated/openapi.js';
-import type { RequestState } from './requestState.js';
+import type { RequestState } from '../requestState.js';
 import type { SerializedJson } from './serializedJson.js';
 import type { StreamedBody } from './streamedBody.js';
 
@@ -20,7 +20,7 @@ type RequestBodyOf<K extends OperationId> =
  * One variant per declared status: an undeclared status or a wrong body does not compile. A body may
  * come as JSON text already written (SerializedJson) of the declared shape, or be streamed (StreamedBody).
  */
-export type Reply<K extends OperationId> = {
+type Reply<K extends OperationId> = {
   [S in keyof Op<K>['responses']]: {
     status: S;
     body: BodyOf<Op<K>['responses'][S]> | SerializedJson<BodyOf<Op<K>['responses'][S]>> | StreamedBody;

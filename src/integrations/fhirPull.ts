@@ -18,7 +18,7 @@ type Bundle = Resource & { entry?: { fullUrl?: string; resource?: Resource }[]; 
  * medication order points at), plus the Patient for the identity check. Nothing else of the record
  * (encounters, claims, notes…) leaves the hospital: it would not be mapped, so it is not sent.
  */
-export const SENT_TYPES = ['Patient', 'Observation', 'Condition', 'MedicationStatement', 'MedicationRequest', 'Medication'] as const;
+const SENT_TYPES = ['Patient', 'Observation', 'Condition', 'MedicationStatement', 'MedicationRequest', 'Medication'] as const;
 /** The searches of the fallback when the server has no `Patient/$everything`. */
 const SEARCHED_TYPES = ['Observation', 'Condition', 'MedicationStatement', 'MedicationRequest'] as const;
 /** The import call's body limit (interface description, "Limits"). */
@@ -84,7 +84,7 @@ async function allPages(client: Client, first: Bundle, count: { pages: number })
     count.pages += 1;
     for (const entry of page.entry ?? []) if (entry.resource) resources.push(entry.resource);
     const next = nextPageUrl(page, client.baseUrl, read);
-    page = next ? ((await client.nextPage({ bundle: { ...page, link: [{ relation: 'next', url: next }] } })) as Bundle | undefined) : undefined;
+    page = next ? await client.nextPage({ bundle: { ...page, link: [{ relation: 'next', url: next }] } }) : undefined;
   }
   return resources;
 }
@@ -100,7 +100,7 @@ export async function pullPatientRecord(from: string, patientId: string, options
   const count = { pages: 0 };
   let patient: Resource;
   try {
-    patient = (await client.read({ resourceType: 'Patient', id: patientId })) as Resource;
+    patient = await client.read({ resourceType: 'Patient', id: patientId });
   } catch (error) {
     if (status(error) === 404 || status(error) === 410) throw new FhirPullError('fhir_patient_not_found', `The FHIR server has no Patient/${patientId}.`, { patient: patientId });
     throw hospitalError(error, `Patient/${patientId}`);
@@ -134,7 +134,7 @@ export async function pullPatientRecord(from: string, patientId: string, options
   for (const reference of medicationReferences([...kept.values()])) {
     if (kept.has(reference)) continue;
     try {
-      kept.set(reference, (await client.read({ resourceType: 'Medication', id: reference.slice('Medication/'.length) })) as Resource);
+      kept.set(reference, await client.read({ resourceType: 'Medication', id: reference.slice('Medication/'.length) }));
     } catch (error) {
       // An order whose Medication cannot be read still carries its own dates; the service reports it unmapped.
       if (status(error) !== 404 && status(error) !== 410) throw hospitalError(error, reference);

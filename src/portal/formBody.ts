@@ -16,6 +16,13 @@ export const parseForm = koaBody({
 });
 
 /** The fields of the posted form (none for a GET): a value is a string, or an array of strings for a repeated name. */
+/** A form field as text: a field sent twice is its values joined with commas (as String() joins them), a missing one ''. */
+export function fieldText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(fieldText).join(',');
+  return value === undefined || value === null ? '' : JSON.stringify(value);
+}
+
 export function formFields(ctx: ParameterizedContext): Record<string, unknown> {
   const body: unknown = ctx.request.body;
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};

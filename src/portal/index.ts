@@ -6,7 +6,7 @@ import { isStorableText } from '../domain/storableText.js';
 import { createStores } from '../db/stores.js';
 import type { Lang } from '../handlers/messages/index.js';
 import { statusOf } from '../handlers/problem.js';
-import type { RequestState, Services } from '../handlers/requestState.js';
+import type { RequestState, Services } from '../requestState.js';
 import { logFailure } from '../logFailure.js';
 import { checkCsrf } from './csrf.js';
 import { formFields, parseForm } from './formBody.js';
@@ -75,7 +75,10 @@ export function createPortal(services: Services): Middleware<RequestState> {
   const routes = router.routes();
 
   return async (ctx, next) => {
-    if (!PORTAL_PATH.test(ctx.path)) return next();
+    if (!PORTAL_PATH.test(ctx.path)) {
+      await next();
+      return;
+    }
     const portalCtx = ctx as unknown as PortalContext;
     ctx.set('Content-Security-Policy', PORTAL_CSP);
     ctx.state.lang = portalLang(portalCtx);
@@ -85,14 +88,15 @@ export function createPortal(services: Services): Middleware<RequestState> {
       const session = await resumeSession(stores.sessions, readSessionCookie(ctx, services.config));
       portalCtx.state.session = session;
       if (session?.userId) portalCtx.state.user = await stores.people.findUserById(session.userId);
-      await parseForm(ctx, async () => undefined);
+      await parseForm(ctx, () => Promise.resolve());
       checkCsrf(portalCtx);
       // A NUL (`%00`) names no study, patient or import, and PostgreSQL could not even look it up.
       if (/%00/.test(ctx.path)) throw new DomainError('portal_not_found');
       if (Object.values(formFields(portalCtx)).flat().some((v) => typeof v === 'string' && !isStorableText(v))) throw new DomainError('portal_bad_form');
       let matched = true;
-      await routes(portalCtx, async () => {
+      await routes(portalCtx, () => {
         matched = false;
+        return Promise.resolve();
       });
       if (!matched) throw new DomainError('portal_not_found');
     } catch (error) {

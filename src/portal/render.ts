@@ -18,7 +18,7 @@ const eta = new Eta({
 });
 
 /** A timestamp as the portal shows it: UTC to the minute, the same for every reader. */
-export function formatTime(value: Date | string | null | undefined): string {
+function formatTime(value: Date | string | null | undefined): string {
   if (value === null || value === undefined) return '';
   const date = value instanceof Date ? value : new Date(value);
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
  * prefix that pins it to this host and path, whenever BASE_URL is https. Over plain http (the local
  * demo on http://localhost) a Secure cookie would not come back, so it is sent without that flag there.
  */
-export function sessionCookieName(config: Config): string {
+function sessionCookieName(config: Config): string {
   return secure(config) ? '__Host-sdx_session' : 'sdx_session';
 }
 

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import type { Actor } from '../domain/actor.js';
-import type { UserRow } from '../domain/stores.js';
+import type { User } from '../domain/stores.js';
 import type { PortalContext } from './portalState.js';
 
 export const SIGN_IN_PATH = '/portal/sign-in';
@@ -26,7 +26,7 @@ export async function signedIn(ctx: PortalContext, next: Next): Promise<void> {
 }
 
 /** The signed-in person; only reached behind `signedIn`. */
-export function person(ctx: PortalContext): UserRow {
+export function person(ctx: PortalContext): User {
   if (!ctx.state.user) throw new Error('portal page reached without a signed-in person');
   return ctx.state.user;
 }

@@ -8,7 +8,7 @@ import type { PortalContext } from './portalState.js';
  */
 // A Map, not an object: a lookup of `__proto__` or `constructor` must find nothing rather than the prototype's members.
 const FILES = new Map<string, { type: string; body: Buffer }>(
-  [['portal.css', 'text/css; charset=utf-8'], ['portal.js', 'text/javascript; charset=utf-8']].map(([name, type]) => [
+  ([['portal.css', 'text/css; charset=utf-8'], ['portal.js', 'text/javascript; charset=utf-8']] as const).map(([name, type]) => [
     name,
     { type, body: readFileSync(projectFile(`src/portal/static/${name}`)) },
   ]),

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { confirmImport } from '../../src/domain/fhir/reviewImport.js';
+import { confirmImport } from '../../src/domain/fhir/importDecision.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';

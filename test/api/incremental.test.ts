@@ -6,7 +6,7 @@ import { enrolPatient } from '../../src/domain/patients/enrolPatient.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { requireStudy } from '../../src/domain/studies/requireStudy.js';
-import { inTransaction, type Stores } from '../../src/db/stores.js';
+import { inTransaction, type AllStores } from '../../src/db/stores.js';
 import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
@@ -106,7 +106,7 @@ function randomFrom(seed: number): () => number {
 }
 
 /** Lets a test hold a transaction open: `started` resolves once its writes are done, `commit()` lets it finish. */
-function slowTransaction(app: TestApp, write: (stores: Stores) => Promise<void>) {
+function slowTransaction(app: TestApp, write: (stores: AllStores) => Promise<void>) {
   let commit!: () => void;
   const gate = new Promise<void>((resolve) => { commit = resolve; });
   let wrote!: () => void;
@@ -143,7 +143,7 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
   }
 
   /** Saves records through the one write path, inside the caller's (slow) transaction. */
-  async function write(stores: Stores, records: RecordInput[]): Promise<void> {
+  async function write(stores: AllStores, records: RecordInput[]): Promise<void> {
     const study = await requireStudy(stores.studies, 'DEMO');
     const outcomes = await submitRecords(stores, { kind: 'api_key', keyId: world.keyId, keyName: 'Test system', makerId: keyContext.makerId },
       { siteIds: keyContext.siteIds, unblinded: true }, study, records, { validateOnly: false, source: 'api' });

@@ -1,6 +1,6 @@
 import type {
-  AuditEntry, AuditStore, ConsentRow, NewQuery, NewWebhookEvent, WebhookStore, PatientRow, PatientStore, QueryStore, RecordKey, RecordStore, SiteRow, StoredRecord,
-  StudyRow, StudyStore,
+  AuditEntry, AuditStore, Consent, NewQuery, NewWebhookEvent, WebhookStore, Patient, PatientStore, QueryStore, RecordKey, RecordStore, Site, StoredRecord,
+  Study, StudyStore,
 } from '../../src/domain/stores.js';
 import { DomainError } from '../../src/domain/errors.js';
 import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
@@ -23,10 +23,10 @@ function notFaked(name: string): never {
 }
 
 export class FakeStudyStore implements StudyStore {
-  readonly rows: StudyRow[] = [];
+  readonly rows: Study[] = [];
   private nextId = 1;
 
-  async findByCode(code: string): Promise<StudyRow | undefined> {
+  async findByCode(code: string): Promise<Study | undefined> {
     return this.rows.find((s) => s.code === code);
   }
 
@@ -37,7 +37,7 @@ export class FakeStudyStore implements StudyStore {
   async insertDesign(design: StudyDesign, designHash: string): Promise<number> {
     const id = this.nextId++;
     let nextPartId = id * 1000;
-    const sites: SiteRow[] = design.sites.map((s) => ({ id: nextPartId++, number: s.number, name: s.name }));
+    const sites: Site[] = design.sites.map((s) => ({ id: nextPartId++, number: s.number, name: s.name }));
     const visits = new Map(design.visits.map((v) => [v.code, nextPartId++]));
     const forms = new Map(design.forms.map((f) => [f.code, nextPartId++]));
     this.rows.push({
@@ -52,11 +52,11 @@ export class FakeStudyStore implements StudyStore {
     notFaked('studies.updateSettings');
   }
 
-  async sites(study: Pick<StudyRow, 'id' | 'structure'>): Promise<SiteRow[]> {
+  async sites(study: Pick<Study, 'id' | 'structure'>): Promise<Site[]> {
     return this.structureOf(study).sites;
   }
 
-  async designIds(study: Pick<StudyRow, 'id' | 'structure'>) {
+  async designIds(study: Pick<Study, 'id' | 'structure'>) {
     return this.structureOf(study).ids;
   }
 
@@ -64,18 +64,18 @@ export class FakeStudyStore implements StudyStore {
     return notFaked('studies.takeNextSeq');
   }
 
-  private structureOf(study: Pick<StudyRow, 'id' | 'structure'>) {
+  private structureOf(study: Pick<Study, 'id' | 'structure'>) {
     return study.structure ?? this.rows.find((s) => s.id === study.id)!.structure!;
   }
 }
 
 export class FakePatientStore implements PatientStore {
-  readonly rows: PatientRow[] = [];
+  readonly rows: Patient[] = [];
   /** Consent records by patient id, oldest first. */
-  readonly consents = new Map<number, ConsentRow[]>();
+  readonly consents = new Map<number, Consent[]>();
   private nextId = 1;
 
-  async findBySubject(studyId: number, subject: string): Promise<PatientRow | undefined> {
+  async findBySubject(studyId: number, subject: string): Promise<Patient | undefined> {
     return this.rows.find((p) => p.studyId === studyId && p.subject === subject);
   }
 
@@ -83,9 +83,9 @@ export class FakePatientStore implements PatientStore {
     return this.rows.filter((p) => p.studyId === studyId && subjects.includes(p.subject)).map((p) => ({ ...p, consent: this.consents.get(p.id)?.at(-1) }));
   }
 
-  async insert(patient: Omit<PatientRow, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity'>): Promise<PatientRow> {
+  async insert(patient: Omit<Patient, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity'>): Promise<Patient> {
     if (await this.subjectExists(patient.studyId, patient.subject)) throw new DomainError('subject_taken', { subject: patient.subject });
-    const row: PatientRow = { ...patient, id: this.nextId++, status: 'enrolled', dataUseWithdrawnAt: null, fhirIdentity: null };
+    const row: Patient = { ...patient, id: this.nextId++, status: 'enrolled', dataUseWithdrawnAt: null, fhirIdentity: null };
     this.rows.push(row);
     return row;
   }
@@ -94,11 +94,11 @@ export class FakePatientStore implements PatientStore {
     return (await this.findBySubject(studyId, subject)) !== undefined;
   }
 
-  async latestConsent(patientId: number): Promise<ConsentRow | undefined> {
+  async latestConsent(patientId: number): Promise<Consent | undefined> {
     return this.consents.get(patientId)?.at(-1);
   }
 
-  async insertConsent(patientId: number, consent: ConsentRow): Promise<void> {
+  async insertConsent(patientId: number, consent: Consent): Promise<void> {
     this.consents.set(patientId, [...this.consents.get(patientId) ?? [], consent]);
   }
 

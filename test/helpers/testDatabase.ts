@@ -5,7 +5,6 @@ import { startEmbedded } from '../../src/db/embedded.js';
 import { openDatabase, openOwnerDatabase, type Database } from '../../src/db/knex.js';
 import { prepareSchema } from '../../src/db/migrator.js';
 import { provisionRoles, rolesFor, withUser } from '../../src/db/roles.js';
-import { installPrivateMarks } from './responseScan.js';
 
 /**
  * The suite's database: `TEST_DATABASE_URL` when set (CI points it at a throwaway database on the
@@ -51,15 +50,13 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
 
 /**
  * The suite's database as its owner: for what only the owner may do (emptying the audit trail, tampering
- * with it on purpose). Opening it migrates it and marks the patients it will hold (test/helpers/responseScan.ts).
+ * with it on purpose). Opening it migrates it.
  */
 export function testOwnerDatabase(): Promise<Database> {
   shared.sdxTestOwner ??= (async () => {
     if (suiteUrl && suiteDatabase) await provisionRoles(suiteUrl, suiteDatabase);
     const owner = await openOwnerDatabase(testConfig(), 2, { create: true });
     await prepareSchema(owner);
-    // Before any file inserts a patient, so that every answer of the run can be scanned for private values.
-    await installPrivateMarks(owner.knex);
     return owner;
   })();
   return shared.sdxTestOwner;

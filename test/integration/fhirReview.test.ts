@@ -8,7 +8,7 @@ import { DomainError } from '../../src/domain/errors.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { importFhirRecord } from '../../src/domain/fhir/importFhirRecord.js';
 import { fhirJsonEntries } from '../helpers/fhirFiles.js';
-import { confirmImport, rejectImport, type ItemChoice, type Person } from '../../src/domain/fhir/reviewImport.js';
+import { confirmImport, rejectImport, type ItemChoice, type Person } from '../../src/domain/fhir/importDecision.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
@@ -19,7 +19,7 @@ import { present } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 /**
- * The site team's decision on a proposed FHIR import (src/domain/fhir/reviewImport.ts) on PostgreSQL:
+ * The site team's decision on a proposed FHIR import (src/domain/fhir/importDecision.ts) on PostgreSQL:
  * who may decide, what a confirmation saves (through the one write path) and audits, the identity it
  * links, and that every refusal leaves the import proposed and the eCRF untouched.
  */
@@ -30,10 +30,10 @@ interface AuditEventRow {
   id: number; patient_id: number | null; actor_type: string; action: string; field_code: string | null; old_value: string | null; new_value: string | null; actor_id: number | null; author: string;
   reason: string | null; details: Record<string, unknown> | null;
 }
-interface FhirImportRow {
+interface FhirImport {
   patient_id: number; number: number; status: string; decided_by: number | null; decided_at: Date | null; items: { state: string }[]; counts: Record<string, number>;
 }
-interface PatientRow { id: number; fhir_identity: { system: string; value: string }[] | null }
+interface Patient { id: number; fhir_identity: { system: string; value: string }[] | null }
 
 const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json', 'utf8');
 /** Buster Hoeger's bundle (male, born 1988), with one change. */
@@ -113,8 +113,8 @@ describe('confirmImport and rejectImport', function () {
   }
 
   const importRow = async (patientId: number, number: number) =>
-    present(await db.knex<FhirImportRow>('fhir_imports').where({ patient_id: patientId, number }).first(), `import ${number}`);
-  const patientRow = async (id: number) => present(await db.knex<PatientRow>('patients').where({ id }).first(), `patient ${id}`);
+    present(await db.knex<FhirImport>('fhir_imports').where({ patient_id: patientId, number }).first(), `import ${number}`);
+  const patientRow = async (id: number) => present(await db.knex<Patient>('patients').where({ id }).first(), `patient ${id}`);
   const position = (items: FhirImportItem[], visit: string, form: string, field: string, row: number | null = null) =>
     items.findIndex((i) => i.visit === visit && i.form === form && i.field === field && i.row === row && i.state !== 'skipped');
 

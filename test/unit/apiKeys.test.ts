@@ -16,7 +16,7 @@ import { fingerprintOf, generateKeyValue, hintOf, isWellFormedKey, KEY_PREFIX, s
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { only } from '../helpers/only.js';
-import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, PeopleStore, ReadLogStore, RoleRow, SiteRow, StudyRow, StudyStore, UserRow } from '../../src/domain/stores.js';
+import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, PeopleStore, ReadLogStore, Role, Site, Study, StudyStore, User } from '../../src/domain/stores.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const DAY = 86_400_000;
@@ -182,7 +182,7 @@ describe('authenticateKey', () => {
 
 describe('authenticateRequest and admissionOf', () => {
   const value = generateKeyValue();
-  const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as StudyRow;
+  const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as Study;
   /** A gate over one stored key that counts every request whose key it finds, as the store does, and records the counts taken back. */
   const gateWith = (key: ApiKeyWithMaker | undefined, points = 1) => {
     const counted: number[] = [];
@@ -231,14 +231,14 @@ describe('authenticateRequest and admissionOf', () => {
 
 /** Study DEMO (id 1) with sites 01..03; Dana manages 01 and 02 and may export, Pat manages all without export, Sam is site staff. */
 function world() {
-  const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as StudyRow;
-  const sites: SiteRow[] = [{ id: 1, number: '01', name: 'A' }, { id: 2, number: '02', name: 'B' }, { id: 3, number: '03', name: 'C' }];
-  const users: UserRow[] = [
+  const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as Study;
+  const sites: Site[] = [{ id: 1, number: '01', name: 'A' }, { id: 2, number: '02', name: 'B' }, { id: 3, number: '03', name: 'C' }];
+  const users: User[] = [
     { id: 7, email: 'dana@sdx.test', name: 'Dana', passwordHash: null },
     { id: 8, email: 'pat@sdx.test', name: 'Pat', passwordHash: null },
     { id: 9, email: 'sam@sdx.test', name: 'Sam', passwordHash: null },
   ];
-  const role = (userId: number, changes: Partial<RoleRow>): RoleRow => ({
+  const role = (userId: number, changes: Partial<Role>): Role => ({
     id: userId, studyId: 1, userId, role: 'manager', canExport: true, unblinded: false, allSites: false, siteIds: [1, 2, 3], ...changes,
   });
   const roles = [role(7, { siteIds: [1, 2] }), role(8, { canExport: false, allSites: true }), role(9, { role: 'site_staff', siteIds: [1] })];

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { CHAIN_START, chainHash, type ChainedContent } from '../../src/domain/auditChain.js';
 import { describeVerdict, judgeTrail, type AuditCheckpoint, type CheckpointStore } from '../../src/domain/auditCheckpoint.js';
 import { checkpointAuditTrail } from '../../src/domain/studies/checkpointAuditTrail.js';
-import type { AuditStore, StudyRow, StudyStore } from '../../src/domain/stores.js';
+import type { AuditStore, Study, StudyStore } from '../../src/domain/stores.js';
 import { at } from '../helpers/only.js';
 
 /** A whole chain of n rows of study 1, ids from 1. */
@@ -45,7 +45,7 @@ describe('judgeTrail', () => {
 });
 
 describe('checkpointAuditTrail', () => {
-  const study = { id: 1, code: 'S' } as StudyRow;
+  const study = { id: 1, code: 'S' } as Study;
   function world(rows: ReturnType<typeof chain>, latest?: AuditCheckpoint) {
     const written: AuditCheckpoint[] = latest ? [latest] : [];
     const stores = {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Actor } from '../../src/domain/actor.js';
 import { submitRecords, type RecordInput, type WriteAccess } from '../../src/domain/records/submitRecords.js';
 import { loadStudy } from '../../src/domain/studies/loadStudy.js';
-import type { StudyRow } from '../../src/domain/stores.js';
+import type { Study } from '../../src/domain/stores.js';
 import { demoDesign } from '../helpers/factories.js';
 import { fakeStores, type FakeStores } from '../helpers/fakeStores.js';
 import { at, only } from '../helpers/only.js';
@@ -20,7 +20,7 @@ const vs = (values: Record<string, string>, more: Partial<RecordInput> = {}): Re
 
 describe('records: submitRecords over fake stores', () => {
   let stores: FakeStores;
-  let study: StudyRow;
+  let study: Study;
   let access: WriteAccess;
   const submit = (inputs: RecordInput[], options: { validateOnly?: boolean } = {}) =>
     submitRecords(stores, key, access, study, inputs, { validateOnly: options.validateOnly ?? false, source: 'api' });

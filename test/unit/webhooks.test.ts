@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Actor } from '../../src/domain/actor.js';
 import { submitRecords, type WriteAccess } from '../../src/domain/records/submitRecords.js';
 import { loadStudy } from '../../src/domain/studies/loadStudy.js';
-import type { StudyRow } from '../../src/domain/stores.js';
+import type { Study } from '../../src/domain/stores.js';
 import { checkWebhookUrl, isPublicAddress } from '../../src/domain/webhooks/addressPolicy.js';
 import { givesUp, LONGEST_RETRY_MS, retryDelayMs } from '../../src/domain/webhooks/retrySchedule.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/domain/webhooks/webhookEvents.js';
@@ -48,7 +48,7 @@ describe('webhooks: the rules', () => {
   describe('submitRecords publishes its events in the transaction of the change', () => {
     const key: Actor = { kind: 'api_key', keyId: 7, keyName: 'Hospital EHR', makerId: 3 };
     let stores: FakeStores;
-    let study: StudyRow;
+    let study: Study;
     let access: WriteAccess;
     beforeEach(async () => {
       stores = fakeStores();

@@ -4,7 +4,7 @@ import type { operations } from './schema.js';
 type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
 /** The read calls, by the name of the rows they return. */
-export interface ReadKinds {
+interface ReadKinds {
   patients: { query: QueryOf<'listPatients'>; page: Schemas['PatientPage']; row: Schemas['PatientRead'] };
   records: { query: QueryOf<'listFormRecords'>; page: Schemas['RecordPage']; row: Schemas['RecordRead'] };
   queries: { query: QueryOf<'listQueries'>; page: Schemas['QueryPage']; row: Schemas['QueryRead'] };

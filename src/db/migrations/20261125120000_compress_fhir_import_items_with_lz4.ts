@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 
 async function serverHasLz4(knex: Knex): Promise<boolean> {
-  const { rows } = await knex.raw(`select 'lz4' = any(enumvals) as lz4 from pg_settings where name = 'default_toast_compression'`);
+  const { rows } = await knex.raw<{ rows: { lz4: boolean }[] }>(`select 'lz4' = any(enumvals) as lz4 from pg_settings where name = 'default_toast_compression'`);
   return rows[0]?.lz4 === true;
 }
 

@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.js';
-import type { ApiKeyWithMaker, StudyRow } from '../stores.js';
+import type { ApiKeyWithMaker, Study } from '../stores.js';
 import { fingerprintOfBearer, workingKey } from './authenticateKey.js';
 import { checkKeyAccess, type KeyRight } from './keyAccess.js';
 import type { KeyContext } from './keyContext.js';
@@ -24,7 +24,7 @@ export interface CountReceipt {
  */
 export interface FoundKey {
   key: ApiKeyWithMaker;
-  study: StudyRow;
+  study: Study;
   /** The request's place in its key's minute. */
   window: RateWindow;
   receipt: CountReceipt;
@@ -41,7 +41,7 @@ export interface KeyGate {
 /** A request made with a working key, counted. */
 export interface KeyRequest {
   key: KeyContext;
-  study: StudyRow;
+  study: Study;
   /** The request's place in its key's minute. */
   window: RateWindow;
 }
@@ -67,7 +67,7 @@ export async function authenticateRequest(gate: KeyGate, bearer: string | undefi
 }
 
 /** Whether a counted request may make its call: the rate it used, and its study or its refusal. */
-export type Admission = { rate: RateDecision } & ({ study: StudyRow; refusal?: undefined } | { study?: undefined; refusal: DomainError });
+export type Admission = { rate: RateDecision } & ({ study: Study; refusal?: undefined } | { study?: undefined; refusal: DomainError });
 
 /**
  * Decides whether a counted request may make a call on `studyCode` needing `right`: first the rate

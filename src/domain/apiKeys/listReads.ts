@@ -3,7 +3,7 @@ import type { ReadLogRow, ReadLogStore, StudyStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 
 export const DEFAULT_READS_SHOWN = 50;
-export const MAX_READS_SHOWN = 1000;
+const MAX_READS_SHOWN = 1000;
 
 /**
  * The last reads of a study, newest first: which key read, when, with which call and filters, and

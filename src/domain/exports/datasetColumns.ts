@@ -28,7 +28,7 @@ function numberLength(field: { min?: number; max?: number }, decimals: number): 
 }
 
 /** A field's label with its UCUM unit in brackets: Dataset-JSON columns have no member for a unit. */
-export function labelWithUnit(field: { label: string; unit?: string }): string {
+function labelWithUnit(field: { label: string; unit?: string }): string {
   return field.unit ? `${field.label} (${field.unit})` : field.label;
 }
 
@@ -38,7 +38,7 @@ export function labelWithUnit(field: { label: string; unit?: string }): string {
  * so that no digit is rounded, dates and times as ISO 8601 strings.
  */
 export function fieldColumn(itemOID: string, name: string, field: ColumnDef): DatasetColumn {
-  const base = { itemOID, name, label: labelWithUnit(field as { label: string; unit?: string }) };
+  const base = { itemOID, name, label: labelWithUnit(field) };
   switch (field.type) {
     case 'integer':
       return { ...base, dataType: 'integer', length: numberLength(field, 0) };

@@ -1,6 +1,6 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
-import type { ExportStore, ReadLogStore, StudyRow, StudyStore } from '../stores.js';
+import type { ExportStore, ReadLogStore, Study, StudyStore } from '../stores.js';
 import { datasetRows, datasetsOf, type DatasetDefinition } from './datasets.js';
 import { exportScopeOf, formIdsOf } from './exportScope.js';
 
@@ -19,7 +19,7 @@ function isoSeconds(time: Date): string {
 }
 
 /** The datasets a key may read, with their row counts, from one snapshot; the call enters the read log. */
-export async function listDatasets(stores: Stores, key: KeyContext, study: StudyRow): Promise<DatasetSummary[]> {
+export async function listDatasets(stores: Stores, key: KeyContext, study: Study): Promise<DatasetSummary[]> {
   const { design, ids, scope } = await exportScopeOf(stores.studies, key, study);
   const snapshot = await stores.exports.openSnapshot();
   try {
@@ -36,7 +36,7 @@ export async function listDatasets(stores: Stores, key: KeyContext, study: Study
   }
 }
 
-function metadataOf(dataset: DatasetDefinition, study: StudyRow, records: number, lastModified: Date | null, file: DatasetFileContext) {
+function metadataOf(dataset: DatasetDefinition, study: Study, records: number, lastModified: Date | null, file: DatasetFileContext) {
   const created = isoSeconds(file.now);
   return {
     datasetJSONCreationDateTime: created,
@@ -64,7 +64,7 @@ function metadataOf(dataset: DatasetDefinition, study: StudyRow, records: number
  * Breaking off the iteration (a client that goes away) ends the snapshot.
  */
 export async function exportDataset(
-  stores: Stores, key: KeyContext, study: StudyRow, name: string,
+  stores: Stores, key: KeyContext, study: Study, name: string,
   options: { format: DatasetFormat; metadataOnly: boolean; file: DatasetFileContext },
 ): Promise<AsyncIterable<string>> {
   const { design, ids, scope } = await exportScopeOf(stores.studies, key, study);

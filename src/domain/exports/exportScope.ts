@@ -1,5 +1,5 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
-import type { DesignIds, ReadScope, SiteRow, StudyRow, StudyStore } from '../stores.js';
+import type { DesignIds, ReadScope, Site, Study, StudyStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
 import type { StudyDesign } from '../studyDesign/types.js';
 
@@ -8,14 +8,14 @@ export interface ExportScope {
   design: StudyDesign;
   scope: ReadScope;
   ids: DesignIds;
-  sites: SiteRow[];
+  sites: Site[];
 }
 
 /**
  * The same rules as the records read (interface description, "Read calls rules" 2): the key's sites,
  * no unblinded-team form for a blinded maker; withdrawn patients are left out by the queries.
  */
-export async function exportScopeOf(studies: StudyStore, key: KeyContext, study: StudyRow): Promise<ExportScope> {
+export async function exportScopeOf(studies: StudyStore, key: KeyContext, study: Study): Promise<ExportScope> {
   const [ids, sites] = await Promise.all([studies.designIds(study), studies.sites(study)]);
   const design = designForKey(study, sites, key);
   const shown = new Set(design.forms.map((f) => f.code));

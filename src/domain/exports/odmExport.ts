@@ -1,5 +1,5 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
-import type { ExportRecord, ExportStore, FieldChange, ReadLogStore, SiteRow, StudyRow, StudyStore } from '../stores.js';
+import type { ExportRecord, ExportStore, FieldChange, ReadLogStore, Site, Study, StudyStore } from '../stores.js';
 import type { ColumnDef, FormDef, StudyDesign } from '../studyDesign/types.js';
 import { exportScopeOf, formIdsOf } from './exportScope.js';
 import { odmStudy } from './odmMetadata.js';
@@ -128,7 +128,7 @@ async function* clinicalData(design: StudyDesign, mdv: string, batches: AsyncIte
   yield '</ClinicalData>';
 }
 
-function adminData(sites: SiteRow[], authors: { actorType: string; actorId: number | null; author: string }[], study: string, mdv: string, today: string): string {
+function adminData(sites: Site[], authors: { actorType: string; actorId: number | null; author: string }[], study: string, mdv: string, today: string): string {
   return xmlElement('AdminData', { StudyOID: study }, [
     ...authors.map((a) => xmlElement('User', { OID: userOid(a) }, [xmlTextElement('FullName', a.author)])),
     ...sites.map((s) => xmlElement('Location', { OID: locationOid(s.number), Name: s.name, LocationType: 'Site' }, [
@@ -144,7 +144,7 @@ function adminData(sites: SiteRow[], authors: { actorType: string; actorId: numb
  * snapshot, and the read is logged with the number of records before the first piece.
  */
 export async function exportOdm(
-  stores: Stores, key: KeyContext, study: StudyRow, options: { content: OdmContent; audit: boolean; file: OdmFileContext },
+  stores: Stores, key: KeyContext, study: Study, options: { content: OdmContent; audit: boolean; file: OdmFileContext },
 ): Promise<AsyncIterable<string>> {
   const { design, ids, scope, sites } = await exportScopeOf(stores.studies, key, study);
   const formIds = formIdsOf(ids, design.forms.map((f) => f.code));

@@ -17,14 +17,8 @@ export type SkipReason = NonNullable<FhirImportItem['reason']>;
 /** `saved` is set later by `mode=save`; the mapping gives the other four. */
 export type ItemState = FhirImportItem['state'];
 
-/** The mapping's rule that chose among competing observations. */
-export type ChosenBy = NonNullable<FhirImportItem['chosen_by']>;
-
 /** The coding of the FHIR element that was mapped. */
 export type ItemCoding = FhirImportItem['code'];
-
-/** An observation that competed for a place, with its value in the field's unit. */
-export type ItemCandidate = FhirImportItem['candidates'][number];
 
 /** The counts of a list of items, always derived from their states so that the two never disagree. */
 export function countItems(items: readonly Pick<FhirImportItem, 'state'>[]): FhirImportCounts {

@@ -27,9 +27,10 @@ export function indexEntries(entries: readonly FhirEntry[]): ResourceIndex {
  * reference that is not of that form (`urn:uuid:…`, `#contained`).
  */
 export function typedId(reference: string): { type: string; id: string } | null {
-  const path = reference.split('/_history/')[0].replace(/[?#].*$/, '');
+  const path = reference.replace(/\/_history\/[\s\S]*$/, '').replace(/[?#].*$/, '');
   const match = /(?:^|\/)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(path);
-  return match ? { type: match[1], id: match[2] } : null;
+  // Both groups take part in every match: the fallbacks are for the type checker.
+  return match ? { type: match[1] ?? '', id: match[2] ?? '' } : null;
 }
 
 /** What a literal reference points at inside the file, if anything. */

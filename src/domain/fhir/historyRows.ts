@@ -10,7 +10,7 @@ import { resolveReference, type ResourceIndex } from './fhirReferences.js';
 export type HistorySource = ConditionSource | MedicationSource;
 
 /** A source value: text or a FHIR date (`isDate`), the `ongoing` flag, or the mark `UNK` of an unknown date (`mark`). */
-export interface SourceValue {
+interface SourceValue {
   value: string | boolean;
   isDate: boolean;
   mark?: true;

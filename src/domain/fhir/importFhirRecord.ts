@@ -6,11 +6,13 @@ import { canonical } from '../canonicalJson.js';
 import { DomainError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
-import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, StudyRow, StudyStore, WebhookStore } from '../stores.js';
+import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { designForKey } from '../studies/designForKey.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
+import { tableOf } from './cellField.js';
 import { importIdOf } from './importId.js';
+import { itemAt } from './itemAt.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
@@ -61,7 +63,7 @@ export function fhirContentHash(entries: readonly FhirEntry[]): string {
 export async function importFhirRecord(
   stores: Stores,
   key: KeyContext,
-  study: StudyRow,
+  study: Study,
   input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
   if (study.locked) throw new DomainError('study_locked');
@@ -100,9 +102,9 @@ export async function importFhirRecord(
     // A record refused by a check saves none of its items: they stay `new`, waiting for the site's review.
     outcomes.forEach((outcome, i) => {
       if (outcome.status !== 'ok' && outcome.status !== 'warn') return;
-      for (const position of records[i].positions) {
-        const item = items[position];
-        const field = item.row === null ? item.field! : item.field!.split('.')[0];
+      for (const position of records[i]?.positions ?? []) {
+        const item = itemAt(items, position);
+        const field = item.row === null ? item.field! : tableOf(item.field!);
         if (!outcome.notFilled.includes(field)) item.state = 'saved';
       }
     });

@@ -11,5 +11,6 @@ export function importIdOf(studyCode: string, subject: string, number: number): 
 export function importRefOf(studyCode: string, id: string): { subject: string; number: number } | null {
   const prefix = `${studyCode}-`;
   const match = id.startsWith(prefix) ? /^(.+)-([1-9][0-9]{0,8})$/.exec(id.slice(prefix.length)) : null;
-  return match ? { subject: match[1], number: Number(match[2]) } : null;
+  // Both groups take part in every match: the fallback is for the type checker.
+  return match ? { subject: match[1] ?? '', number: Number(match[2]) } : null;
 }

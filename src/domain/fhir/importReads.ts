@@ -15,7 +15,7 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
-import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, StudyRow, StudyStore } from '../stores.js';
+import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, Study, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import { countItems, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
@@ -39,7 +39,7 @@ export function itemOutcome(status: FhirImportReadRow['status'], item: FhirImpor
 }
 
 /** The study's form codes the key may not see: the unblinded team's, for a blinded maker. */
-function hiddenFormCodes(study: StudyRow, key: KeyContext): Set<string> {
+function hiddenFormCodes(study: Study, key: KeyContext): Set<string> {
   return new Set(study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code));
 }
 
@@ -56,7 +56,7 @@ function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: Re
  * @throws DomainError `fhir_import_not_found` when the key may see no import of that identifier
  */
 export async function getFhirImport(
-  stores: Stores, key: KeyContext, study: StudyRow, id: string,
+  stores: Stores, key: KeyContext, study: Study, id: string,
 ): Promise<FhirImportReadRow & { items: FhirImportItem[]; placements: (ItemPlacement | null)[] }> {
   const ref = importRefOf(study.code, id);
   const hidden = hiddenFormCodes(study, key);
@@ -74,6 +74,6 @@ export async function getFhirImport(
 }
 
 /** One page of the study's imports, without items, paged like every read call (`readPage`). */
-export function listFhirImports(stores: Stores, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<Page<FhirImportReadRow>> {
+export function listFhirImports(stores: Stores, key: KeyContext, study: Study, request: ReadRequest): Promise<Page<FhirImportReadRow>> {
   return readPage(stores, key, study, 'fhir_imports', request, (scope, filters, position) => stores.fhirImportReads.page(scope, filters, position));
 }

@@ -1,4 +1,5 @@
 import type { StudyDesign } from '../studyDesign/types.js';
+import { tableOf } from './cellField.js';
 import { dayNumber, localDate } from './fhirDates.js';
 import type { FhirImportItem } from './fhirImportItem.js';
 
@@ -6,7 +7,7 @@ import type { FhirImportItem } from './fhirImportItem.js';
  * Why an imported value sits at its visit (spec, `FhirImportItem.placement`): the mapping's placement rule
  * (`mapToEcrf`) as a machine code. Not an enum of the contract, so a rule added later is a new code.
  */
-export type PlacementCode = 'in_visit_window' | 'first_visit_with_form' | 'next_visit_with_form' | 'adverse_event_candidate';
+type PlacementCode = 'in_visit_window' | 'first_visit_with_form' | 'next_visit_with_form' | 'adverse_event_candidate';
 
 /** The rule and the item's day counted from enrolment (day 0), which the texts name. */
 export interface ItemPlacement { code: PlacementCode; day: number }
@@ -17,7 +18,7 @@ export interface ItemPlacement { code: PlacementCode; day: number }
  */
 export function adverseEventCandidates(design: StudyDesign): (item: Pick<FhirImportItem, 'row' | 'form' | 'field'>) => boolean {
   const tables = new Set(design.fhir_mapping.conditions.flatMap((m) => (m.onset_after_enrolment ? [`${m.onset_after_enrolment.form}|${m.onset_after_enrolment.field}`] : [])));
-  return (item) => item.row !== null && item.field !== null && tables.has(`${item.form}|${item.field.split('.')[0]}`);
+  return (item) => item.row !== null && item.field !== null && tables.has(`${item.form}|${tableOf(item.field)}`);
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { RecordInput } from '../records/submitRecords.js';
 import type { StoredRecord } from '../stores.js';
+import { cellOf, tableOf } from './cellField.js';
 import type { FhirImportItem } from './fhirImportItem.js';
 
 /** The saved form instance at a visit occurrence, if any. */
@@ -27,7 +28,7 @@ export function currentRecords(records: StoredRecord[], visitIds: Map<string, nu
 export function savedAt(record: StoredRecord | undefined, field: string, row: number | null): string | null {
   if (!record) return null;
   if (row !== null) {
-    const [table, column] = field.split('.');
+    const { table, column } = cellOf(field);
     return emptyToNull(record.tables[table]?.[row]?.[column]);
   }
   const mark = record.notDone[field];
@@ -66,7 +67,7 @@ export interface ItemRecord {
  */
 export function itemRecords(subject: string, items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): ItemRecord[] {
   const placeOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}`;
-  const matchedRows = new Set(items.filter((i) => i.row !== null && i.saved_value !== null).map((i) => `${placeOf(i)}|${i.field!.split('.')[0]}|${i.row}`));
+  const matchedRows = new Set(items.filter((i) => i.row !== null && i.saved_value !== null).map((i) => `${placeOf(i)}|${tableOf(i.field!)}|${i.row}`));
   const groups = new Map<string, ItemRecord & { appended: Map<string, number> }>();
   items.forEach((item, position) => {
     if (!chosen.has(position) || !item.visit || !item.form || !item.field || item.value === null) return;
@@ -87,23 +88,22 @@ export function itemRecords(subject: string, items: readonly FhirImportItem[], c
       group.input.values![item.field] = item.value;
       return;
     }
-    const [table, column] = item.field.split('.');
+    const { table, column } = cellOf(item.field);
     const tables = group.input.tables!;
-    if (!tables[table]) {
-      const saved = current(item.visit, instance, item.form)?.tables[table] ?? [];
-      tables[table] = saved.map((row) => ({ ...row }));
-    }
+    const rows = (tables[table] ??= (current(item.visit, instance, item.form)?.tables[table] ?? []).map((row) => ({ ...row })));
     let row = item.row;
     // A matched row that is no longer there (the table changed since the mapping) is a row of its own.
-    if (!matchedRows.has(`${placeOf(item)}|${table}|${item.row}`) || !tables[table][item.row]) {
+    let cells = matchedRows.has(`${placeOf(item)}|${table}|${item.row}`) ? rows[item.row] : undefined;
+    if (!cells) {
       const key = `${table}|${item.row}`;
       if (!group.appended.has(key)) {
-        group.appended.set(key, tables[table].length);
-        tables[table].push({});
+        group.appended.set(key, rows.length);
+        rows.push({});
       }
       row = group.appended.get(key)!;
+      cells = rows[row]!; // appended above, or by an earlier item of the same row
     }
-    tables[table][row][column] = item.value;
+    cells[column] = item.value;
     group.rows.set(position, row);
   });
   return [...groups.values()].map(({ input, positions, rows }) => ({ input, positions, rows }));

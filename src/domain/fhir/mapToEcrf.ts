@@ -60,7 +60,7 @@ import type {
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 import { dayNumber, instantOf, localDate, normaliseEffective } from './fhirDates.js';
 import { countItems, type FhirImportCounts, type FhirImportItem, type ItemCoding, type SkipReason } from './fhirImportItem.js';
-import { indexEntries, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries } from './fhirReferences.js';
 import { toCellValue, toFieldValue } from './fieldValues.js';
 import { HISTORY_TYPES, historyRow, type HistoryRow, type HistorySource } from './historyRows.js';
 import { observedValues, originalOf, type ObservedValue } from './observationValues.js';
@@ -70,7 +70,7 @@ import { slotContaining, slotRecording, visitSlots, type VisitSlot } from './vis
  * The value saved at a place, or null/undefined/`""` when the place is empty. A table cell is asked for
  * with `field` = `<table>[<row>].<column>` (0-based row), the notation the records call uses for cells.
  */
-export type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => string | null | undefined;
+type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => string | null | undefined;
 
 /** What the mapping needs to know about the patient besides the file. */
 export interface MappingContext {
@@ -404,8 +404,10 @@ function stateOf(value: string, saved: string | null, numeric: boolean): 'new' |
  */
 function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
   const { candidates } = place;
-  let winner = candidates[0];
-  for (const candidate of candidates.slice(1)) {
+  const [first, ...rest] = candidates;
+  if (!first) return; // a place is made for its first candidate, which is pushed at once
+  let winner = first;
+  for (const candidate of rest) {
     if (compareRanks(rank(candidate, place), rank(winner, place)) < 0) winner = candidate;
   }
   const saved = savedAt(place.slot, place.form, place.field.code);
@@ -500,7 +502,10 @@ function rank(candidate: Candidate, place: Place): number[] {
 }
 
 function compareRanks(a: number[], b: number[]): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  for (const [i, x] of a.entries()) {
+    const y = b[i] ?? 0;
+    if (x !== y) return x - y;
+  }
   return 0;
 }
 
@@ -528,7 +533,7 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
       const original = { value: typeof sourceValue.value === 'boolean' ? String(sourceValue.value) : sourceValue.value, unit: null };
       const base = { ...placed.base, original };
       const place = { form, field: `${table.code}.${column}`, row: rowIndex, visit: slot.visit.code, instance: INSTANCE, unit: unitOf(columnDef) };
-      const saved = match === null ? null : savedRows[match][column];
+      const saved = match === null ? null : savedRows[match]?.[column] ?? null;
       const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate, sourceValue.mark);
       if (!converted.ok) {
         placed.part.items.push(skippedAt(base, place, converted.reason, saved));

@@ -25,8 +25,8 @@ export function parseNdjsonEntries(body: string): FhirEntry[] {
   const entries: FhirEntry[] = [];
   const lines = text.split('\n');
   let sawLine = false;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.trim();
     if (line === '') continue;
     sawLine = true;
     const where = `line ${i + 1}`;

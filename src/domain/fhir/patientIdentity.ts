@@ -9,7 +9,7 @@ import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhi
 import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
-export interface LinkedIdentifier {
+interface LinkedIdentifier {
   system?: string;
   value: string;
 }
@@ -67,9 +67,10 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
   const patients = entries.filter((e) => e.resource.resourceType === 'Patient');
   const fail = (code: ErrorCode, reason: string) => new DomainError(code, { subject: patient.subject, reason });
 
-  for (let i = 1; i < patients.length; i++) {
-    if (!samePatient(patients[0], patients[i])) {
-      throw fail('fhir_two_patients', `the file has two Patients: ${entryReference(patients[0])} and ${entryReference(patients[i])}`);
+  const [first, ...morePatients] = patients;
+  for (const other of morePatients) {
+    if (first && !samePatient(first, other)) {
+      throw fail('fhir_two_patients', `the file has two Patients: ${entryReference(first)} and ${entryReference(other)}`);
     }
   }
   const main = patients[0];
@@ -108,8 +109,9 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
       MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
     );
     const linked = patient.linkedIdentity ?? [];
-    if (identifiers.length > 0 && linked.length > 0 && !identifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
-      throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(identifiers[0])} is not one linked to the patient`);
+    const [firstIdentifier] = identifiers;
+    if (firstIdentifier && linked.length > 0 && !identifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
+      throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(firstIdentifier)} is not one linked to the patient`);
     }
     return { patient: null, identifiers: dedupe(identifiers) };
   }

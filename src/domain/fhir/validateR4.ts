@@ -51,7 +51,8 @@ function instance(): InstanceType<typeof Ajv> {
   for (const [name, definition] of Object.entries(published.definitions)) {
     // Copies, so the module cache keeps the schema as published. The published complex types state their
     // `properties` but not `type: object`, so a number where a CodeableConcept belongs would pass.
-    const { additionalProperties: _ignored, ...rest } = definition;
+    const rest = { ...definition };
+    delete rest.additionalProperties;
     definitions[name] = rest.properties ? { ...rest, type: 'object' } : rest;
     if (typeof rest.pattern === 'string' && !primitiveByPattern.has(rest.pattern)) primitiveByPattern.set(rest.pattern, name);
   }

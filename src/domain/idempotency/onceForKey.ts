@@ -3,7 +3,7 @@ import type { IdempotencyKeyStore, IdempotencyScope } from '../stores.js';
 import { requestFingerprint } from './requestFingerprint.js';
 
 /** How long a used `Idempotency-Key` keeps its first answer (spec: "Retries without duplicates"). */
-export const KEY_LIFETIME_HOURS = 24;
+const KEY_LIFETIME_HOURS = 24;
 
 /**
  * Runs a write at most once per `Idempotency-Key`. Call it inside the write's own transaction: the

@@ -39,10 +39,10 @@ function fieldText(field: FieldDef, text: string): string {
 export function auditValueView(action: string, form: FormDef | undefined, fieldCode: string | null, text: string | null): AuditValueView | null {
   if (text === null || text === '') return null;
   if (action === 'record.status_changed') return { kind: 'status', status: text };
-  const mark = NOT_DONE.exec(text);
+  const mark = NOT_DONE.exec(text)?.[1];
   // Only a value entry holds a field's stored text; a query's entry holds its message.
   const field = action.startsWith('record.value_') ? form?.fields.find((f) => f.code === fieldCode) : undefined;
-  if (mark && field) return { kind: 'notDone', mark: mark[1] };
+  if (mark !== undefined && field) return { kind: 'notDone', mark };
   if (field?.type === 'table') {
     const rows = parsedJson(text);
     if (Array.isArray(rows)) return { kind: 'rows', rows: rows.map((row) => pairs(row, new Map(field.columns.map((c) => [c.code, c.label])))) };

@@ -2,7 +2,7 @@ import type { Actor } from '../actor.js';
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, isDomainError, type FieldError } from '../errors.js';
-import type { AuditStore, PatientRow, PatientStore, SiteRow, StudyRow, StudyStore, WebhookStore } from '../stores.js';
+import type { AuditStore, Patient, PatientStore, Site, Study, StudyStore, WebhookStore } from '../stores.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { carriesSite, subjectNumber } from './subjectNumber.js';
 
@@ -51,7 +51,7 @@ export async function enrolPatient(
   stores: { studies: StudyStore; patients: PatientStore; audit: AuditStore; webhooks: WebhookStore },
   actor: Actor,
   key: KeyContext,
-  study: StudyRow,
+  study: Study,
   input: Enrolment,
   today = latestToday(),
 ): Promise<{ subject: string; site: string }> {
@@ -62,7 +62,7 @@ export async function enrolPatient(
   const errors = enrolmentErrors(input, today);
   if (errors.length > 0) throw new DomainError('invalid_body', {}, errors);
   const row = { studyId: study.id, siteId: site.id, sex: input.sex, birthYear: input.birth_year, enrolledOn: input.enrolled_on };
-  let patient: PatientRow;
+  let patient: Patient;
   if (input.subject !== undefined) {
     const subject = input.subject;
     if (!carriesSite(study.subjectFormat, site.number, subject)) {
@@ -95,10 +95,10 @@ export async function enrolPatient(
  */
 async function insertWithNextNumber(
   stores: { studies: StudyStore; patients: PatientStore },
-  study: StudyRow,
-  site: SiteRow,
-  row: Omit<PatientRow, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity' | 'subject'>,
-): Promise<PatientRow> {
+  study: Study,
+  site: Site,
+  row: Omit<Patient, 'id' | 'status' | 'dataUseWithdrawnAt' | 'fhirIdentity' | 'subject'>,
+): Promise<Patient> {
   for (;;) {
     const subject = subjectNumber(study.subjectFormat, site.number, await stores.studies.takeNextSeq(site.id));
     if (await stores.patients.subjectExists(study.id, subject)) continue;

@@ -1,4 +1,4 @@
-import type { ConsentRow, PatientRow, PatientStore, RecordStore, SiteRow, StoredRecord, StudyStore } from '../stores.js';
+import type { Consent, Patient, PatientStore, RecordStore, Site, StoredRecord, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
@@ -6,14 +6,14 @@ import { displayUnit } from '../studyDesign/displayUnit.js';
 import { auditValueView, type AuditValueView } from './auditValues.js';
 
 /** The newest audit entries shown on a card; the rest stays in the database and the exports. */
-export const CARD_AUDIT_LIMIT = 500;
+const CARD_AUDIT_LIMIT = 500;
 
 /** A query not yet closed: `open`, or `answered` and waiting for its opener; with its thread of answers, oldest first. */
 export interface PatientQueryView {
   id: number; visit: string; instance: number; form: string; field: string; status: string; origin: string; message: string; openedBy: string; openedAt: Date;
   answers: { author: string; text: string; answeredAt: Date }[];
 }
-export interface PatientAuditView {
+interface PatientAuditView {
   id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
   field: string | null; oldValue: string | null; newValue: string | null;
 }
@@ -30,7 +30,7 @@ export interface PatientCardStore {
   fhirImports(patientId: number): Promise<FhirImportSummary[]>;
 }
 
-export interface FieldView {
+interface FieldView {
   code: string;
   label: string;
   /** The unit as people write it (mmHg, 10³/µL); the design keeps the UCUM code. */
@@ -44,19 +44,19 @@ export interface FieldView {
   /** For a table field: its columns and rows. */
   table: { columns: { code: string; label: string }[]; rows: Record<string, string>[] } | null;
 }
-export interface FormView { code: string; name: string; status: 'complete' | 'draft' | null; fields: FieldView[] }
-export interface VisitView { code: string; name: string; instance: number; repeating: boolean; forms: FormView[] }
+interface FormView { code: string; name: string; status: 'complete' | 'draft' | null; fields: FieldView[] }
+interface VisitView { code: string; name: string; instance: number; repeating: boolean; forms: FormView[] }
 
 /** An audit entry with its old and new values as the card shows them. */
-export interface AuditEntryView extends PatientAuditView {
+interface AuditEntryView extends PatientAuditView {
   oldView: AuditValueView | null;
   newView: AuditValueView | null;
 }
 
 export interface PatientCard {
-  patient: PatientRow;
-  site: SiteRow;
-  consent: ConsentRow | undefined;
+  patient: Patient;
+  site: Site;
+  consent: Consent | undefined;
   visits: VisitView[];
   queries: PatientQueryView[];
   audit: AuditEntryView[];

@@ -1,7 +1,7 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PatientRow, PatientStore, StudyStore, WebhookStore } from '../stores.js';
+import type { AuditStore, Patient, PatientStore, StudyStore, WebhookStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { latestToday } from './enrolPatient.js';
@@ -9,7 +9,7 @@ import { latestToday } from './enrolPatient.js';
 export type ConsentChange = { given: string } | { withdrawn: string; dataUse: boolean };
 
 /** The day of a change: a real calendar day, not in the future anywhere on earth, not before the patient's birth year. */
-function checkConsentDate(date: string, patient: PatientRow, today: string): void {
+function checkConsentDate(date: string, patient: Patient, today: string): void {
   const params = { subject: patient.subject, date, birth_year: patient.birthYear };
   const day = new Date(`${date}T00:00:00Z`);
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== date) {

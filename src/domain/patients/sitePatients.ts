@@ -45,5 +45,5 @@ export async function sitePatients(
     contains: search || undefined, after: request.after || undefined, limit: PATIENTS_PER_PAGE + 1,
   });
   const patients = rows.slice(0, PATIENTS_PER_PAGE);
-  return { patients, search, next: rows.length > PATIENTS_PER_PAGE ? patients[patients.length - 1].subject : null };
+  return { patients, search, next: rows.length > PATIENTS_PER_PAGE ? patients.at(-1)?.subject ?? null : null };
 }

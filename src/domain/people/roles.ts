@@ -1,14 +1,14 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PeopleStore, RoleName, RoleRow, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, PeopleStore, RoleName, Role, Study, StudyStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { requireUser } from './users.js';
 
 type Stores = { studies: StudyStore; people: PeopleStore; audit: AuditStore };
 
 /** Site numbers to site ids; an unknown number is refused. `undefined` means every site. */
-async function siteIdsOf(studies: StudyStore, study: StudyRow, numbers: string[] | undefined): Promise<number[] | undefined> {
+async function siteIdsOf(studies: StudyStore, study: Study, numbers: string[] | undefined): Promise<number[] | undefined> {
   if (numbers === undefined) return undefined;
   const sites = await studies.sites(study);
   return numbers.map((number) => {
@@ -26,7 +26,7 @@ export async function grantRole(
   stores: Stores,
   actor: Actor,
   input: { study: string; email: string; role: RoleName; canExport: boolean; unblinded: boolean; sites?: string[] },
-): Promise<RoleRow> {
+): Promise<Role> {
   const study = await requireStudy(stores.studies, input.study);
   const user = await requireUser(stores.people, input.email);
   const siteIds = await siteIdsOf(stores.studies, study, input.sites);

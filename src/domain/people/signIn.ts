@@ -1,10 +1,10 @@
 import { DomainError } from '../errors.js';
-import type { PeopleStore, UserRow } from '../stores.js';
+import type { PeopleStore, User } from '../stores.js';
 import { passwordMatches } from './passwords.js';
 
 /** Failed sign-ins in a row that lock a person out, and for how long (issue 7: lock-out after repeated failures). */
-export const MAX_FAILED_SIGN_INS = 5;
-export const LOCK_OUT_MS = 15 * 60_000;
+const MAX_FAILED_SIGN_INS = 5;
+const LOCK_OUT_MS = 15 * 60_000;
 
 export interface SignInStore {
   /**
@@ -28,7 +28,7 @@ const NO_ONE = '$2b$12$ZuOzXMID91B18fN4u5qv1epyftqmMAN3F0FmxaUQKxrcgzSQCJ3lO';
  * without a password and a locked-out person all get the same `sign_in_failed`, so the answer never
  * tells whether an e-mail belongs to someone.
  */
-export async function signIn(stores: { people: PeopleStore; sessions: SignInStore }, input: { email: string; password: string }): Promise<UserRow> {
+export async function signIn(stores: { people: PeopleStore; sessions: SignInStore }, input: { email: string; password: string }): Promise<User> {
   const user = await stores.people.findUserByEmail(input.email.trim().toLowerCase());
   if (!user?.passwordHash) {
     await passwordMatches(input.password, NO_ONE);

@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.js';
-import type { PatientRow, PeopleStore, StudyRow, StudyStore } from '../stores.js';
+import type { Patient, PeopleStore, Study, StudyStore } from '../stores.js';
 
 /**
  * What a signed-in person may see in one study, from their roles: whether they manage it, may
@@ -7,7 +7,7 @@ import type { PatientRow, PeopleStore, StudyRow, StudyStore } from '../stores.js
  * sites). A study the person holds no role in is refused exactly like one that does not exist.
  */
 export interface StaffAccess {
-  study: StudyRow;
+  study: Study;
   userId: number;
   manager: boolean;
   canExport: boolean;
@@ -44,7 +44,7 @@ export function requireManager(access: StaffAccess): void {
  * The patient of that subject when the person reaches the patient's site; a patient at another site
  * is refused exactly like one that does not exist, so no one learns of patients outside their sites.
  */
-export async function requirePatient(patients: { findBySubject(studyId: number, subject: string): Promise<PatientRow | undefined> }, access: StaffAccess, subject: string): Promise<PatientRow> {
+export async function requirePatient(patients: { findBySubject(studyId: number, subject: string): Promise<Patient | undefined> }, access: StaffAccess, subject: string): Promise<Patient> {
   const patient = await patients.findBySubject(access.study.id, subject);
   if (!patient || !access.siteIds.includes(patient.siteId)) throw new DomainError('portal_forbidden');
   return patient;

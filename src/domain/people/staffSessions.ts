@@ -6,8 +6,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
  * a synchronizer token that every form must send back (CSRF). A session ends after 30 minutes
  * without a request, 12 hours after it began, or at sign-out, whichever comes first.
  */
-export const SESSION_IDLE_MS = 30 * 60_000;
-export const SESSION_ABSOLUTE_MS = 12 * 3_600_000;
+const SESSION_IDLE_MS = 30 * 60_000;
+const SESSION_ABSOLUTE_MS = 12 * 3_600_000;
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
@@ -33,7 +33,7 @@ export interface StaffSession extends SessionRow {
 
 const randomToken = () => randomBytes(32).toString('base64url');
 
-export function sessionIdHash(id: string): Buffer {
+function sessionIdHash(id: string): Buffer {
   return createHash('sha256').update(id, 'utf8').digest();
 }
 

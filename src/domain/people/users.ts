@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.js';
-import type { PeopleStore, UserRow } from '../stores.js';
+import type { PeopleStore, User } from '../stores.js';
 import { hashPassword } from './passwords.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -11,7 +11,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export async function addUser(
   people: PeopleStore,
   input: { email: string; name: string; password?: string },
-): Promise<{ user: UserRow; created: boolean }> {
+): Promise<{ user: User; created: boolean }> {
   const email = input.email.trim().toLowerCase();
   if (!EMAIL.test(email)) throw new DomainError('invalid_email', { email: input.email });
   if (!input.name.trim()) throw new DomainError('invalid_name');
@@ -26,7 +26,7 @@ export async function addUser(
   return { user: { id, email, name: input.name.trim(), passwordHash: passwordHash ?? null }, created: true };
 }
 
-export async function requireUser(people: PeopleStore, email: string): Promise<UserRow> {
+export async function requireUser(people: PeopleStore, email: string): Promise<User> {
   const user = await people.findUserByEmail(email.trim().toLowerCase());
   if (!user) throw new DomainError('user_not_found', { email });
   return user;

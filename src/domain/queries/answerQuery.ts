@@ -2,7 +2,7 @@ import { actorRef, authorOf, type Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
-import type { AuditStore, PatientStore, QueryReadRow, QueryStore, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore } from '../stores.js';
 import { reachableQuery } from './reachableQuery.js';
 import { answerRefusal, queryText } from './queryRules.js';
 
@@ -16,7 +16,7 @@ export async function answerQuery(
   stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore; audit: AuditStore },
   actor: Actor,
   access: WriteAccess,
-  study: StudyRow,
+  study: Study,
   input: { queryId: number; text: string },
 ): Promise<QueryReadRow> {
   if (study.locked) throw new DomainError('study_locked');

@@ -3,7 +3,7 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { WriteAccess } from '../records/submitRecords.js';
-import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, StudyRow, StudyStore } from '../stores.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, Study, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import { queryablePlace, queryText } from './queryRules.js';
 
@@ -34,7 +34,7 @@ export async function openQuery(
   stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore },
   actor: Actor,
   access: WriteAccess,
-  study: StudyRow,
+  study: Study,
   input: QueryOpeningInput,
 ): Promise<QueryReadRow> {
   if (study.locked) throw new DomainError('study_locked');

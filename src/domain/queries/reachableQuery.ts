@@ -1,7 +1,7 @@
 import type { WriteAccess } from '../records/submitRecords.js';
 import { DomainError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
-import type { PatientStore, QueryForStep, QueryStore, StudyRow, StudyStore } from '../stores.js';
+import type { PatientStore, QueryForStep, QueryStore, Study, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 
 /**
@@ -13,7 +13,7 @@ import { formHidden } from '../studies/designForKey.js';
 export async function reachableQuery(
   stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore },
   access: WriteAccess,
-  study: StudyRow,
+  study: Study,
   queryId: number,
 ): Promise<QueryForStep> {
   const query = await stores.queries.findForStep(study.id, queryId);

@@ -1,6 +1,6 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError, type FieldError } from '../errors.js';
-import type { PageRequest, ReadFilters, ReadLogStore, ReadScope, ReadStore, RemovalRow, StudyRow, StudyStore } from '../stores.js';
+import type { PageRequest, ReadFilters, ReadLogStore, ReadScope, ReadStore, RemovalRow, Study, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import { decodeToken, encodeToken, filtersDigest } from './pagingToken.js';
 
@@ -24,7 +24,7 @@ export interface Page<Row> {
 type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore };
 
 /** Site, visit and form filters become ids; one the key may not see is refused like one that does not exist. */
-async function resolveFilters(studies: StudyStore, key: KeyContext, study: StudyRow, request: ReadRequest): Promise<{ scope: ReadScope; filters: ReadFilters; updatedSince: string | null }> {
+async function resolveFilters(studies: StudyStore, key: KeyContext, study: Study, request: ReadRequest): Promise<{ scope: ReadScope; filters: ReadFilters; updatedSince: string | null }> {
   const ids = await studies.designIds(study);
   const hiddenForms = study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code);
   const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: hiddenForms.map((code) => ids.forms.get(code)!) };
@@ -73,7 +73,7 @@ function instantOf(value: string): string | null {
 export async function readPage<Row extends { id: number }>(
   stores: Stores,
   key: KeyContext,
-  study: StudyRow,
+  study: Study,
   kind: ReadKind,
   request: ReadRequest,
   fetch: (scope: ReadScope, filters: ReadFilters, page: PageRequest) => Promise<Row[]>,
@@ -89,6 +89,7 @@ export async function readPage<Row extends { id: number }>(
   const fetched = await fetch(scope, filters, { afterId: position.afterId, limit: request.limit + 1, updatedSince });
   const rows = fetched.slice(0, request.limit);
   const more = fetched.length > request.limit;
+  const last = rows.at(-1);
   const removed = !request.after && updatedSince ? await stores.reads.removals(scope, filters, updatedSince) : [];
   await stores.readLog.logRead({
     keyId: key.keyId,
@@ -99,7 +100,7 @@ export async function readPage<Row extends { id: number }>(
   });
   return {
     rows,
-    next: more ? encodeToken({ afterId: rows[rows.length - 1].id, watermark: position.watermark }, digest) : null,
+    next: more && last ? encodeToken({ afterId: last.id, watermark: position.watermark }, digest) : null,
     watermark: position.watermark,
     removed,
   };

@@ -2,7 +2,7 @@ import { isStorableText } from '../storableText.js';
 import type { ColumnDef } from '../studyDesign/types.js';
 
 /** Why a value does not fit its field. */
-export type ValueProblem = 'invalid_format' | 'too_many_decimals' | 'not_an_option' | 'too_long' | 'invalid_character';
+type ValueProblem = 'invalid_format' | 'too_many_decimals' | 'not_an_option' | 'too_long' | 'invalid_character';
 
 /** What a value sent as a string becomes: its canonical string (stored and read back) and the typed value rules see. */
 export type ParsedValue =
@@ -43,7 +43,7 @@ export function parseFieldValue(field: ColumnDef, raw: string): ParsedValue {
       // Normalised as text, not through a double: 17 significant digits must not come back rounded. The
       // fraction keeps its trailing zeros, because they are the precision measured (4.70 is not 4.7);
       // only the whole part's leading zeros say nothing, and a zero has no sign.
-      const whole = match[1].replace(/^0+(?=\d)/, '');
+      const whole = (match[1] ?? '').replace(/^0+(?=\d)/, ''); // the whole part's group takes part in every match
       const digits = match[2] ? `${whole}${match[2]}` : whole;
       const canonical = /^[0.]+$/.test(digits) || !value.startsWith('-') ? digits : `-${digits}`;
       return { ok: true, canonical, typed: Number(canonical) };

@@ -2,7 +2,7 @@ import type { ColumnDef, FormDef, TableFieldDef } from '../studyDesign/types.js'
 import { parseFieldValue, typedOf } from './fieldValue.js';
 
 export type NotDoneMark = 'ND' | 'UNK' | 'NA';
-export type TableRows = Record<string, string>[];
+type TableRows = Record<string, string>[];
 
 /** A form instance's content as stored: canonical strings, not-done marks, table rows. */
 export interface RecordContent {
@@ -119,9 +119,13 @@ export function typedValues(form: FormDef, content: RecordContent): Record<strin
   for (const field of form.fields) {
     if (field.type === 'table') {
       const rows = content.tables[field.code];
-      if (rows) typed[field.code] = rows.map((row) => Object.fromEntries(field.columns.filter((c) => row[c.code] !== undefined).map((c) => [c.code, typedOf(c, row[c.code])])));
-    } else if (content.values[field.code] !== undefined) {
-      typed[field.code] = typedOf(field, content.values[field.code]);
+      if (rows) typed[field.code] = rows.map((row) => Object.fromEntries(field.columns.flatMap((c) => {
+        const cell = row[c.code];
+        return cell === undefined ? [] : [[c.code, typedOf(c, cell)]];
+      })));
+    } else {
+      const value = content.values[field.code];
+      if (value !== undefined) typed[field.code] = typedOf(field, value);
     }
   }
   return typed;

@@ -4,7 +4,7 @@ import { DomainError, type FieldError } from '../errors.js';
 import { isStorableText } from '../storableText.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import type {
-  AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, StudyRow, StudyStore, WebhookStore,
+  AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, Study, StudyStore, WebhookStore,
 } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
@@ -42,7 +42,7 @@ export const RECORD_RESULT_CODES = [
   'reason_required',
 ] as const;
 
-export type RecordResultCode = (typeof RECORD_RESULT_CODES)[number];
+type RecordResultCode = (typeof RECORD_RESULT_CODES)[number];
 
 export interface RecordOutcome {
   index: number;
@@ -71,7 +71,7 @@ function refused(index: number, code: RecordResultCode, params: Record<string, u
 }
 
 /** Records naming a form or visit the study does not have refuse the whole request, before anything is read or written. */
-function unknownDesignErrors(study: StudyRow, inputs: RecordInput[]): FieldError[] {
+function unknownDesignErrors(study: Study, inputs: RecordInput[]): FieldError[] {
   const forms = new Set(study.design.forms.map((f) => f.code));
   const visits = new Set(study.design.visits.map((v) => v.code));
   return inputs.flatMap((r, i) => [
@@ -125,7 +125,7 @@ function evaluate(
  * a bad record is refused alone. Call it inside one transaction run by withTransaction: a record's
  * values, queries and audit rows are written together, with `validateOnly` nothing at all is written,
  * and a form instance inserted concurrently by another writer makes the runner start it again
- * (ConcurrentInsert).
+ * (ConcurrentInsertRetry).
  *
  * Records are evaluated one after the other in memory, each over the version the records before it
  * leave, and the request's writes then go out together (writeChanges).
@@ -134,7 +134,7 @@ export async function submitRecords(
   stores: Stores,
   actor: Actor,
   access: WriteAccess,
-  study: StudyRow,
+  study: Study,
   inputs: RecordInput[],
   options: { validateOnly: boolean; source: RecordSource; fillOnly?: boolean },
 ): Promise<RecordOutcome[]> {
@@ -251,7 +251,7 @@ interface Change {
  * PostgreSQL's serialization-failure code, so the transaction runner runs the use case again, which
  * then finds the other writer's record saved and treats it exactly as one saved before the request.
  */
-export class ConcurrentInsert extends Error {
+class ConcurrentInsertRetry extends Error {
   readonly code = '40001';
   constructor() {
     super('a form instance was inserted concurrently');
@@ -263,13 +263,13 @@ export class ConcurrentInsert extends Error {
  * record (a call of 500 records made over 600 round trips): the new records, then the updated
  * ones, the queries opened and closed, the audit trail and the webhook events, in request order.
  */
-async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
+async function writeChanges(stores: Stores, actor: Actor, study: Study, source: RecordSource, slots: Map<string, Slot>, changes: Change[]): Promise<void> {
   if (changes.length === 0) return;
   const written = [...slots.values()].filter((s) => s.write !== null);
   const sites = new Map(changes.map((c) => [c.slot, c.patient.siteId]));
   const toInsert = written.filter((s) => s.write === 'insert');
   const inserted = await stores.records.insertMany(toInsert.map((s) => ({ ...s.key, studyId: study.id, siteId: sites.get(s)!, source, ...s.current! })));
-  if (inserted.length < toInsert.length) throw new ConcurrentInsert();
+  if (inserted.length < toInsert.length) throw new ConcurrentInsertRetry();
   const insertedIds = new Map(inserted.map((r) => [keyOf(r), r.id]));
   for (const slot of toInsert) slot.id = insertedIds.get(keyOf(slot.key))!;
   await stores.records.updateMany(written.filter((s) => s.write === 'update').map((s) => ({ id: s.id!, ...s.current! })));
@@ -287,7 +287,7 @@ async function writeChanges(stores: Stores, actor: Actor, study: StudyRow, sourc
 }
 
 /** The record's event (`fields` are codes only, never values), then those of the queries it opened and closed. */
-function eventsOf(study: StudyRow, site: string, c: Change): NewWebhookEvent[] {
+function eventsOf(study: Study, site: string, c: Change): NewWebhookEvent[] {
   const where = { ...c.where, site };
   return [
     studyEvent(study, c.isNew ? 'record.saved' : 'record.changed', { ...where, fields: c.evaluation.changes.map((change) => change.field) }),
@@ -359,13 +359,13 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
  * Audit rows for each saved or changed value, the status change, and the queries opened and closed. The
  * record's reason is added to the way the data came (reasonOf), which the trail always states.
  */
-function trailOf(actor: Actor, study: StudyRow, c: Change): AuditEntry[] {
+function trailOf(actor: Actor, study: Study, c: Change): AuditEntry[] {
   const base = { patientId: c.patient.id, recordId: c.slot.id!, reason: reasonOf(actor, c.reason) };
   const entries: AuditEntry[] = c.evaluation.changes.map((change) =>
     auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),
   );
   if (c.evaluation.statusChanged) entries.push(auditEntry(actor, study.id, { ...base, action: 'record.status_changed', newValue: c.evaluation.status }));
-  c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i].message, details: { query_id: q.id } })));
+  c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i]?.message, details: { query_id: q.id } })));
   for (const q of c.plan.toClose) entries.push(auditEntry(actor, study.id, { ...base, action: 'query.closed', fieldCode: q.fieldCode, details: { query_id: q.id, why: 'cause corrected' } }));
   return entries;
 }

@@ -17,7 +17,7 @@ const dateOf = (day: number) => new Date(day * MS_PER_DAY).toISOString().slice(0
  * names for the form (the date of measurement of the vital signs in the demo study). A form without
  * one (laboratory panels, tables) has no visit date to check.
  */
-export function visitDateField(design: StudyDesign, form: string): string | null {
+function visitDateField(design: StudyDesign, form: string): string | null {
   return design.fhir_mapping.observations.find((m) => m.form === form && m.date_field !== undefined)?.date_field ?? null;
 }
 

@@ -1,12 +1,12 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
-import type { SiteRow, StudyRow } from '../stores.js';
+import type { Site, Study } from '../stores.js';
 import type { FormDef, StudyDesign } from '../studyDesign/types.js';
 
 /**
  * Whether a form is hidden from an actor: in a blinded study, forms of the unblinded team are seen
  * and written only by actors whose person is unblinded (interface description, Authentication 6).
  */
-export function formHidden(study: Pick<StudyRow, 'blinded'>, form: Pick<FormDef, 'team'>, unblinded: boolean): boolean {
+export function formHidden(study: Pick<Study, 'blinded'>, form: Pick<FormDef, 'team'>, unblinded: boolean): boolean {
   return study.blinded && form.team === 'unblinded' && !unblinded;
 }
 
@@ -14,7 +14,7 @@ export function formHidden(study: Pick<StudyRow, 'blinded'>, form: Pick<FormDef,
  * The part of a study's design a key may see: its own sites, and no unblinded-team form (nor the
  * visits' references to it, nor its edit checks) unless the key's maker is unblinded.
  */
-export function designForKey(study: StudyRow, sites: SiteRow[], key: KeyContext): StudyDesign {
+export function designForKey(study: Study, sites: Site[], key: KeyContext): StudyDesign {
   const design = study.design;
   const forms = design.forms.filter((f) => !formHidden(study, f, key.makerUnblinded));
   const visible = new Set(forms.map((f) => f.code));

@@ -4,7 +4,7 @@ import type { StudyStore } from '../stores.js';
 import type { StudyDesign } from '../studyDesign/types.js';
 
 /** The ETag-grade fingerprint of a design: equal designs give equal hashes. */
-export function designHashOf(design: StudyDesign): string {
+function designHashOf(design: StudyDesign): string {
   return createHash('sha256').update(JSON.stringify(design)).digest('hex');
 }
 

@@ -1,7 +1,7 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { requireStudy } from './requireStudy.js';
-import type { AuditStore, StudyRow, StudySettings, StudyStore } from '../stores.js';
+import type { AuditStore, Study, StudySettings, StudyStore } from '../stores.js';
 
 /** Switches the API, enrolment or the study lock, and records each change in the audit trail. */
 export async function changeStudySettings(
@@ -9,7 +9,7 @@ export async function changeStudySettings(
   actor: Actor,
   studyCode: string,
   settings: StudySettings,
-): Promise<StudyRow> {
+): Promise<Study> {
   const study = await requireStudy(stores.studies, studyCode);
   const current: Required<StudySettings> = { apiEnabled: study.apiEnabled, enrolmentOpen: study.enrolmentOpen, locked: study.locked };
   const changed = (Object.keys(current) as (keyof StudySettings)[]).filter(

@@ -4,7 +4,7 @@
  * members). Every problem found becomes one field error, so an author fixes a file in one round.
  */
 import { load, YAMLException } from 'js-yaml';
-import jsonLogic, { type RulesLogic } from 'json-logic-js';
+import jsonLogic from 'json-logic-js';
 import type { ErrorObject } from 'ajv/dist/2020.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { designValidator } from './designSchema.js';
@@ -170,7 +170,7 @@ function checkDesign(design: StudyDesign): FieldError[] {
   reportDuplicates(design.forms.map((f) => f.code), (i) => pointerOf('forms', i, 'code'), 'form code', out);
   design.forms.forEach((form, i) => {
     reportDuplicates(form.fields.map((f) => f.code), (j) => pointerOf('forms', i, 'fields', j, 'code'), `field code in form "${form.code}"`, out);
-    form.fields.forEach((field, j) => checkField(field as LooseField, pointerOf('forms', i, 'fields', j), false, out));
+    form.fields.forEach((field, j) => checkField(field, pointerOf('forms', i, 'fields', j), false, out));
     if (!usedForms.has(form.code)) {
       out.push(problem(pointerOf('forms', i), 'form_unused', `Form "${form.code}" is not collected at any visit; add it to a visit's forms or remove it.`));
     }
@@ -375,14 +375,14 @@ function walkRule(node: unknown, at: string, scope: VarScope | null, out: FieldE
 function elementScope(source: unknown, scope: VarScope | null): VarScope | null {
   if (scope === null || source === null || typeof source !== 'object' || Array.isArray(source)) return null;
   const name = (source as Record<string, unknown>).var;
-  const key = Array.isArray(name) ? name[0] : name;
+  const key: unknown = Array.isArray(name) ? name[0] : name;
   return typeof key === 'string' ? scope.names.get(key) ?? null : null;
 }
 
 function checkVarName(name: string | number, at: string, scope: VarScope | null, out: FieldError[]): void {
   if (scope === null) return;
   // A dotted name reads into a value (a table row's column): its first segment must be in scope.
-  const head = String(name).split('.')[0];
+  const head = String(name).split('.', 1)[0] ?? '';
   if (!scope.names.has(head)) {
     out.push(problem(at, 'unknown_variable', `The rule reads "${name}", which names no ${scope.describe}.`));
   }
@@ -392,7 +392,7 @@ function isKnownOperation(op: string): boolean {
   if (BUILTIN_OPERATIONS.has(op)) return true;
   // An operation added with jsonLogic.add_operation is only visible by trying it.
   try {
-    jsonLogic.apply({ [op]: [] } as RulesLogic, {});
+    jsonLogic.apply({ [op]: [] }, {});
     return true;
   } catch (error) {
     return !(error instanceof Error && error.message.startsWith('Unrecognized operation'));
@@ -454,7 +454,7 @@ function checkFhirMapping(design: StudyDesign, forms: Map<string, FormDef>, out:
     const columns = (field as LooseField).columns ?? [];
     // A table without columns is reported on the field; every mapped column would repeat that.
     if (columns.length === 0) return;
-    for (const [columnCode, source] of Object.entries(mapping.columns) as [string, S][]) {
+    for (const [columnCode, source] of Object.entries<S>(mapping.columns)) {
       const column = columns.find((c) => c.code === columnCode);
       const columnAt = `${at}/columns${pointerOf(columnCode)}`;
       if (!column) {

@@ -9,21 +9,15 @@
  */
 import type * as File from '../../../generated/studyDesign.js';
 
-export type DesignCode = File.Code;
-export type SiteDef = File.Site;
-export type VisitWindow = File.Window;
+type DesignCode = File.Code;
 export type VisitDef = File.Visit;
 export type ChoiceOption = File.Option;
-export type FhirCoding = File.Coding;
 export type ObservationMapping = File.ObservationMapping;
 export type ObservationPick = ObservationMapping['pick'];
 export type ConditionMapping = File.ConditionMapping;
-export type MedicationMapping = File.MedicationMapping;
+type MedicationMapping = File.MedicationMapping;
 export type ConditionSource = ConditionMapping['columns'][string];
 export type MedicationSource = MedicationMapping['columns'][string];
-export type FhirMapping = File.FhirMapping;
-/** `unblinded` forms are visible only to unblinded users of a blinded study. */
-export type FormTeam = File.Form['team'];
 
 /** Copies each resource into one row of a table field; `columns` maps column code to source. */
 export type TableMapping<Source extends string> = Pick<ConditionMapping, 'systems' | 'form' | 'field'> & { columns: Record<DesignCode, Source> };
@@ -39,9 +33,9 @@ type FieldOf<Types extends File.Field['type'], Members extends keyof File.Field 
 export type IntegerFieldDef = FieldOf<'integer', 'unit' | 'min' | 'max'>;
 export type DecimalFieldDef = FieldOf<'decimal', 'unit' | 'min' | 'max' | 'decimals'>;
 /** `choice` stores one option code, `multichoice` a list of them. */
-export type ChoiceFieldDef = FieldOf<'choice' | 'multichoice'> & { options: ChoiceOption[] };
+type ChoiceFieldDef = FieldOf<'choice' | 'multichoice'> & { options: ChoiceOption[] };
 /** Field types with no type-specific members: `date` is YYYY-MM-DD, `time` HH:MM, `yesno` a boolean. */
-export type PlainFieldDef = FieldOf<'date' | 'time' | 'yesno' | 'text'>;
+type PlainFieldDef = FieldOf<'date' | 'time' | 'yesno' | 'text'>;
 /** A column of a table: any field but a table. */
 export type ColumnDef = IntegerFieldDef | DecimalFieldDef | ChoiceFieldDef | PlainFieldDef;
 export type TableFieldDef = FieldOf<'table'> & { columns: ColumnDef[] };
@@ -50,7 +44,5 @@ export type FieldDef = ColumnDef | TableFieldDef;
 export type FieldType = FieldDef['type'];
 
 /** A JSON Logic rule (https://jsonlogic.com): an object with one operator key. */
-export type JsonLogicRule = Record<string, unknown>;
-/** `query` saves the record and opens a query on the field; `reject` refuses the record. */
-export type EditCheckAction = File.EditCheck['action'];
+type JsonLogicRule = Record<string, unknown>;
 export type EditCheckDef = Omit<File.EditCheck, 'rule'> & { rule: JsonLogicRule };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PeopleStore, StudyRow, StudyStore, WebhookDeliveryRow, WebhookStore, WebhookSubscriptionRow } from '../stores.js';
+import type { AuditStore, PeopleStore, Study, StudyStore, WebhookDeliveryRow, WebhookStore, WebhookSubscriptionRow } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { checkResolvedAddresses, checkWebhookUrl, type AddressPolicy } from './addressPolicy.js';
 import { isWebhookEventType, type WebhookEventType } from './webhookEvents.js';
@@ -19,7 +19,7 @@ export const MAX_DELIVERIES_SHOWN = 500;
  * A person must manage the study to manage its subscriptions; the operator's command line may. Returns
  * whether the actor sees the unblinded team's forms (an operator says so with `--unblinded`).
  */
-async function requireManager(stores: Stores, actor: Actor, study: StudyRow): Promise<void> {
+async function requireManager(stores: Stores, actor: Actor, study: Study): Promise<void> {
   if (actor.kind === 'operator') return;
   if (actor.kind !== 'user') throw new DomainError('not_a_manager', { email: '', study: study.code });
   const manager = (await stores.people.roles(study.id, actor.userId)).some((r) => r.role === 'manager');

@@ -1,4 +1,4 @@
-import type { NewWebhookEvent, StudyRow, WebhookEventData } from '../stores.js';
+import type { NewWebhookEvent, Study, WebhookEventData } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 
 /** The events a study sends (spec/openapi.yaml, `webhooks`), in the order the spec lists them. */
@@ -19,7 +19,7 @@ export function isWebhookEventType(value: string): value is WebhookEventType {
  * An event about a form of the unblinded team goes only to subscriptions that may see that team's forms.
  */
 export function studyEvent(
-  study: Pick<StudyRow, 'id' | 'code' | 'blinded' | 'design'>,
+  study: Pick<Study, 'id' | 'code' | 'blinded' | 'design'>,
   type: WebhookEventType,
   data: Omit<WebhookEventData, 'study'>,
 ): NewWebhookEvent {

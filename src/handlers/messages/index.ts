@@ -26,9 +26,15 @@ export function negotiateLang(queryLang: unknown, acceptsLanguages: (...langs: L
 /** The text of `key` in `lang` (English when the catalogue lacks it), with `{param}` filled in. */
 export function translate(lang: Lang, key: string, params: Record<string, unknown> = {}): string {
   const template = catalogs[lang][key] ?? en[key] ?? key;
-  return template.replace(/\{(\w+)\}/g, (whole, name: string) =>
-    params[name] === undefined ? whole : Array.isArray(params[name]) ? (params[name] as unknown[]).join(', ') : String(params[name]),
-  );
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (params[name] === undefined ? whole : paramText(params[name])));
+}
+
+/** A message parameter as text: a list joined with commas; parameters are otherwise strings, numbers and booleans. */
+export function paramText(value: unknown): string {
+  if (Array.isArray(value)) return value.map((v) => (typeof v === 'string' ? v : paramText(v))).join(', ');
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return JSON.stringify(value) ?? '';
 }
 
 /**
@@ -36,6 +42,6 @@ export function translate(lang: Lang, key: string, params: Record<string, unknow
  * stopped; a refusal where no API key is involved), else the code's own detail.
  */
 export function detailOf(lang: Lang, code: ErrorCode, params: Record<string, unknown>): string {
-  const variant = params.variant === undefined ? undefined : `${code}.detail.${String(params.variant)}`;
+  const variant = params.variant === undefined ? undefined : `${code}.detail.${paramText(params.variant)}`;
   return translate(lang, variant !== undefined && en[variant] !== undefined ? variant : `${code}.detail`, params);
 }

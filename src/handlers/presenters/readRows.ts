@@ -5,7 +5,7 @@ import { SerializedJson } from '../serializedJson.js';
 
 type Wire = components['schemas'];
 
-/** The paging members every read page carries. Read calls never return e-mail, PIN, date of birth, initials or birth year. */
+/** The paging members every read page carries. Read calls never return a patient's birth year or hospital identity. */
 export function pageTail<Row extends { id: number }>(page: Page<Row>) {
   return {
     next: page.next,

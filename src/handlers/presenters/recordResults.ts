@@ -1,7 +1,7 @@
 import type { components } from '../../../generated/openapi.js';
 import type { RecordOutcome } from '../../domain/records/submitRecords.js';
 import type { FieldIssue } from '../../domain/records/recordContent.js';
-import { translate, type Lang } from '../messages/index.js';
+import { paramText, translate, type Lang } from '../messages/index.js';
 
 type Wire = components['schemas'];
 
@@ -19,7 +19,7 @@ export function resultMessageKey(outcome: Pick<RecordOutcome, 'code' | 'queriesO
 /** The catalogue key of a field issue's message; null for edit checks, whose texts come from the design. */
 export function issueMessageKey(issue: FieldIssue): string | null {
   if (issue.code.startsWith('edit_check:')) return null;
-  return `field.${issue.code}${issue.params?.variant ? `.${String(issue.params.variant)}` : ''}`;
+  return `field.${issue.code}${issue.params?.variant ? `.${paramText(issue.params.variant)}` : ''}`;
 }
 
 /** A field issue in the reader's language; edit checks carry their own English and Russian message from the design. */

@@ -1,5 +1,5 @@
 import type { components } from '../../../generated/openapi.js';
-import type { StudyRow } from '../../domain/stores.js';
+import type { Study } from '../../domain/stores.js';
 import type { ColumnDef, FieldDef, StudyDesign } from '../../domain/studyDesign/types.js';
 
 type Wire = components['schemas'];
@@ -15,18 +15,18 @@ function toColumn(f: ColumnDef): Wire['TableColumn'] {
     decimals: 'decimals' in f ? f.decimals ?? null : null,
     options: 'options' in f ? f.options.map((o) => ({ code: o.code, label: o.label })) : null,
     required: f.required,
-  } as Wire['TableColumn'];
+  };
 }
 
 function toField(f: FieldDef): Wire['Field'] {
   if (f.type === 'table') {
     return { code: f.code, label: f.label, type: 'table', unit: null, min: null, max: null, decimals: null, options: null, required: f.required, columns: f.columns.map(toColumn) };
   }
-  return { ...toColumn(f), columns: null } as Wire['Field'];
+  return { ...toColumn(f), columns: null };
 }
 
 /** The design call's body: the design as the key may see it, in the wire shape of the spec. */
-export function toStudyDesignDto(study: StudyRow, design: StudyDesign): Wire['StudyDesign'] {
+export function toStudyDesignDto(study: Study, design: StudyDesign): Wire['StudyDesign'] {
   return {
     study: {
       code: study.code, name: study.name, blinded: study.blinded, consent_required: study.consentRequired,

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../../domain/errors.js';
-import { detailOf, translate, type Lang } from '../../handlers/messages/index.js';
+import { detailOf, paramText, translate, type Lang } from '../../handlers/messages/index.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
@@ -13,7 +13,7 @@ const catalogs: Record<Lang, Record<string, string>> = { en, ru };
 export function portalText(lang: Lang, key: string, params: Record<string, unknown> = {}): string {
   const template = catalogs[lang][key] ?? en[key];
   if (template === undefined) return translate(lang, key, params);
-  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (params[name] === undefined ? whole : String(params[name])));
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (params[name] === undefined ? whole : paramText(params[name])));
 }
 
 /** The heading of an error page: the portal's own wording, else the API's title of that code. */
@@ -28,4 +28,3 @@ export function errorDetail(lang: Lang, code: ErrorCode, params: Record<string, 
   return en[`error.${code}.detail`] !== undefined ? portalText(lang, `error.${code}.detail`, params) : detailOf(lang, code, params);
 }
 
-export const PORTAL_CATALOGS = catalogs;

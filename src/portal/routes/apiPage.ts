@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { pathSegment } from '../pathSegment.js';
 import { createApiKey, KEY_TERMS } from '../../domain/apiKeys/createApiKey.js';
 import { listApiKeys } from '../../domain/apiKeys/listApiKeys.js';
 import { listReads } from '../../domain/apiKeys/listReads.js';
@@ -9,8 +10,8 @@ import { addSubscription, enableSubscription, listDeliveries, listSubscriptions,
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhookEvents.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
-import { formFields } from '../formBody.js';
+import type { Services } from '../../requestState.js';
+import { fieldText, formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';
 import type { PortalContext, PortalState } from '../portalState.js';
@@ -37,7 +38,7 @@ const EMPTY_FORM: KeyForm = { name: '', read: false, write: true, enrol: false, 
 
 function keyFormOf(body: Record<string, unknown>): KeyForm {
   const sites = body.sites === undefined ? [] : ([] as unknown[]).concat(body.sites).map(String);
-  return { name: String(body.name ?? ''), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
+  return { name: fieldText(body.name), read: body.read === 'on', write: body.write === 'on', enrol: body.enrol === 'on', sites, term: Number(body.term) };
 }
 
 /** The study's API page for its managers (issue 7, point 2): keys, the API switch and the last reads. */
@@ -45,7 +46,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
   const knex = services.db.knex;
 
   async function managerAccess(ctx: PortalContext): Promise<StaffAccess> {
-    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    const access = await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study));
     requireManager(access);
     return access;
   }

@@ -1,11 +1,12 @@
 import type Router from '@koa/router';
+import { pathSegment } from '../pathSegment.js';
 import { DomainError } from '../../domain/errors.js';
-import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/reviewImport.js';
-import { importReview, type ImportReview } from '../../domain/patients/importReview.js';
+import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/importDecision.js';
+import { importReview, type ImportReview } from '../../domain/patients/fhirReviewPage.js';
 import { staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
 import { pathNumber } from '../pathNumber.js';
@@ -14,7 +15,7 @@ import { renderPage } from '../render.js';
 import { person, signedIn } from '../signedIn.js';
 
 /** What the person decided on the page: the button pressed, and what it means item by item. */
-export type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
+type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
 
 /**
  * The choices a confirmation sends, built from the items on the page, never from positions the form
@@ -24,7 +25,7 @@ export type Decision = 'confirm_chosen' | 'confirm_all' | 'reject';
  * unless "replace" is chosen for it, so a saved value changes only by an explicit choice; a tie is saved
  * only with a candidate picked for it, also under "confirm all".
  */
-export function choicesOf(review: ImportReview, decision: Decision, form: Record<string, unknown>): Record<number, ItemChoice> {
+function choicesOf(review: ImportReview, decision: Decision, form: Record<string, unknown>): Record<number, ItemChoice> {
   const choices: Record<number, ItemChoice> = {};
   for (const item of review.groups.flatMap((g) => g.items)) {
     if (item.state === 'new' && item.rowLead && (decision === 'confirm_all' || form[`take_${item.position}`] === 'on')) choices[item.position] = 'fill';
@@ -43,7 +44,7 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   // Read inside one transaction: the import's items and the patient's saved values come from one snapshot.
   const reviewOf = (access: StaffAccess, ctx: PortalContext) => {
     const number = pathNumber(ctx.params.number);
-    return inTransaction(knex, (stores) => importReview(stores, access, ctx.params.subject, number));
+    return inTransaction(knex, (stores) => importReview(stores, access, pathSegment(ctx.params.subject), number));
   };
 
   async function showPage(ctx: PortalContext, access: StaffAccess, error: DomainError | null = null, status = 200): Promise<void> {
@@ -55,15 +56,15 @@ export function fhirReviewRoutes(router: Router<PortalState>, services: Services
   }
 
   router.get(path, signedIn, async (ctx) => {
-    await showPage(ctx, await staffAccess(createStores(knex), person(ctx).id, ctx.params.study));
+    await showPage(ctx, await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study)));
   });
 
   router.post(path, signedIn, async (ctx) => {
-    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    const access = await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study));
     const form = formFields(ctx);
     const decision = form.decision as Decision;
     if (!['confirm_chosen', 'confirm_all', 'reject'].includes(decision)) throw new DomainError('portal_bad_form');
-    const ref = { study: access.study.code, subject: ctx.params.subject, number: pathNumber(ctx.params.number) };
+    const ref = { study: access.study.code, subject: pathSegment(ctx.params.subject), number: pathNumber(ctx.params.number) };
     const user = person(ctx);
     try {
       await inTransaction(knex, async (stores) => {

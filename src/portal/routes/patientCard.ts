@@ -1,11 +1,12 @@
 import type Router from '@koa/router';
+import { pathSegment } from '../pathSegment.js';
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import { patientCard } from '../../domain/patients/patientCard.js';
 import { recordConsent, type ConsentChange } from '../../domain/patients/recordConsent.js';
 import { requirePatient, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { statusOf } from '../../handlers/problem.js';
-import type { Services } from '../../handlers/requestState.js';
+import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';
 import type { PortalContext, PortalState } from '../portalState.js';
@@ -29,21 +30,21 @@ export function patientCardRoutes(router: Router<PortalState>, services: Service
   const path = '/p/:study/s/:subject';
 
   async function showCard(ctx: PortalContext, access: StaffAccess, consentError: string | null = null, status = 200): Promise<void> {
-    const card = await patientCard(createStores(knex), access, ctx.params.subject);
+    const card = await patientCard(createStores(knex), access, pathSegment(ctx.params.subject));
     renderPage(ctx, 'patientCard', { title: 'card.title', study: access.study, access, card, consentError, consentForm: consentError ? formFields(ctx) : {} }, status);
   }
 
   router.get(path, signedIn, async (ctx) => {
-    await showCard(ctx, await staffAccess(createStores(knex), person(ctx).id, ctx.params.study));
+    await showCard(ctx, await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study)));
   });
 
   router.post(`${path}/consent`, signedIn, async (ctx) => {
-    const access = await staffAccess(createStores(knex), person(ctx).id, ctx.params.study);
+    const access = await staffAccess(createStores(knex), person(ctx).id, pathSegment(ctx.params.study));
     const change = consentChangeOf(formFields(ctx));
     try {
       await inTransaction(knex, async (stores) => {
         // The person must reach the patient's site; recordConsent itself knows no portal roles.
-        const patient = await requirePatient(stores.patients, access, ctx.params.subject);
+        const patient = await requirePatient(stores.patients, access, pathSegment(ctx.params.subject));
         await recordConsent(stores, portalActor(ctx), { study: access.study.code, subject: patient.subject, change });
       });
     } catch (error) {
@@ -52,7 +53,7 @@ export function patientCardRoutes(router: Router<PortalState>, services: Service
       await showCard(ctx, access, errorDetail(ctx.state.lang, error.code, error.params), statusOf(error.code));
       return;
     }
-    ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/s/${encodeURIComponent(ctx.params.subject)}#consent`);
+    ctx.redirect(`/p/${encodeURIComponent(access.study.code)}/s/${encodeURIComponent(pathSegment(ctx.params.subject))}#consent`);
     ctx.status = 303;
   });
 }

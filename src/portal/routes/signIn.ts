@@ -3,8 +3,8 @@ import { isDomainError } from '../../domain/errors.js';
 import { signIn } from '../../domain/people/signIn.js';
 import { endSession, startSession } from '../../domain/people/staffSessions.js';
 import { createStores } from '../../db/stores.js';
-import type { Services } from '../../handlers/requestState.js';
-import { formFields } from '../formBody.js';
+import type { Services } from '../../requestState.js';
+import { fieldText, formFields } from '../formBody.js';
 import type { PortalContext, PortalState } from '../portalState.js';
 import { renderPage } from '../render.js';
 import { clearSessionCookie, setSessionCookie } from '../sessionCookie.js';
@@ -20,7 +20,7 @@ export function signInRoutes(router: Router<PortalState>, services: Services): v
       ctx.state.session = await startSession(createStores(services.db.knex).sessions, null);
       setSessionCookie(ctx, config, ctx.state.session.id);
     }
-    renderPage(ctx, 'signIn', { title: 'signIn.title', next, failed, email: failed ? String(formFields(ctx).email ?? '') : '' }, failed ? 401 : 200);
+    renderPage(ctx, 'signIn', { title: 'signIn.title', next, failed, email: failed ? fieldText(formFields(ctx).email) : '' }, failed ? 401 : 200);
   }
 
   router.get(SIGN_IN_PATH, async (ctx) => {
@@ -39,7 +39,7 @@ export function signInRoutes(router: Router<PortalState>, services: Services): v
     // Not in a transaction: a failed attempt must stay counted, although the sign-in is refused.
     const stores = createStores(services.db.knex);
     try {
-      const user = await signIn(stores, { email: String(form.email ?? ''), password: String(form.password ?? '') });
+      const user = await signIn(stores, { email: fieldText(form.email), password: fieldText(form.password) });
       // A new session id at sign-in, so an id someone planted in this browser before is worth nothing.
       if (ctx.state.session) await endSession(stores.sessions, ctx.state.session.id);
       const session = await startSession(stores.sessions, user.id);

@@ -1,12 +1,12 @@
-import type { Config } from '../config.js';
-import type { BodyBudget } from '../requestBody.js';
-import type { Database } from '../db/knex.js';
-import type { KeyLookup } from '../db/keyLookup.js';
-import type { ReadAhead } from '../db/readAhead.js';
-import type { KeyRequest } from '../domain/apiKeys/admission.js';
-import type { KeyContext } from '../domain/apiKeys/keyContext.js';
-import type { StudyRow } from '../domain/stores.js';
-import type { Lang } from './messages/index.js';
+import type { Config } from './config.js';
+import type { BodyBudget } from './requestBody.js';
+import type { Database } from './db/knex.js';
+import type { KeyLookup } from './db/keyLookup.js';
+import type { ReadAhead } from './db/readAhead.js';
+import type { KeyRequest } from './domain/apiKeys/admission.js';
+import type { KeyContext } from './domain/apiKeys/keyContext.js';
+import type { Study } from './domain/stores.js';
+import type { Lang } from './handlers/messages/index.js';
 
 /** What the service holds for its whole life: built once at start-up by the composition root. */
 export interface Services {
@@ -32,5 +32,5 @@ export interface RequestState {
   /** The authenticated API key, once the security handler has accepted it. */
   key?: KeyContext;
   /** The key's study, once access to it was checked. */
-  study?: StudyRow;
+  study?: Study;
 }

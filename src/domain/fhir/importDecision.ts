@@ -45,11 +45,13 @@ import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
 import type {
-  AuditStore, FhirImportStore, ItemChange, PatientRow, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, StudyRow, StudyStore,
-  UserRow, WebhookStore,
+  AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, Study, StudyStore,
+  User, WebhookStore,
 } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
+import { tableOf } from './cellField.js';
+import { itemAt } from './itemAt.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
 import { currentRecords, itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
@@ -60,7 +62,7 @@ type Stores = {
 };
 
 /** The person deciding, signed in to the portal. */
-export type Person = Pick<UserRow, 'id' | 'name'>;
+export type Person = Pick<User, 'id' | 'name'>;
 
 /** Which import: the patient's import number, as in its `review_url`. */
 export interface ImportRef {
@@ -99,7 +101,7 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
 }
 
 /** Tells the study's subscribers that the import was decided; they read the outcome with `getFhirImport`. */
-async function publishDecision(stores: Stores, study: StudyRow, patient: Pick<PatientRow, 'subject' | 'siteId'>, number: number): Promise<void> {
+async function publishDecision(stores: Stores, study: Study, patient: Pick<Patient, 'subject' | 'siteId'>, number: number): Promise<void> {
   const site = (await stores.studies.sites(study)).find((s) => s.id === patient.siteId)!;
   await stores.webhooks.publish([studyEvent(study, 'fhir_import.decided', { subject: patient.subject, site: site.number, import_id: importIdOf(study.code, patient.subject, number) })]);
 }
@@ -127,7 +129,8 @@ export async function confirmImport(
   // A tie is saved with the value of the candidate picked for it.
   const picked = new Map([...choices].flatMap(([position, choice]) => {
     const index = candidateIndex(choice);
-    return index === null ? [] : [[position, found.items[position].candidates[index]] as const];
+    const candidate = index === null ? undefined : itemAt(found.items, position).candidates[index];
+    return candidate === undefined ? [] : [[position, candidate] as const];
   }));
   const chosenItems = found.items.map((item, position) => {
     const candidate = picked.get(position);
@@ -156,16 +159,16 @@ export async function confirmImport(
   const changes: ItemChange[] = records.flatMap((r) => r.positions.map((position) => {
     const candidate = picked.get(position);
     return {
-      position, state: 'saved' as const, row: r.rows.get(position) ?? items[position].row, outcome: 'confirmed' as const,
+      position, state: 'saved' as const, row: r.rows.get(position) ?? itemAt(items, position).row, outcome: 'confirmed' as const,
       ...(candidate ? { picked: { resource: candidate.resource, value: candidate.value } } : {}),
     };
   }));
   for (const { position, state, row, picked: pick } of changes) {
-    Object.assign(items[position], { state, row }, pick ? { value: pick.value, reason: null, picked: pick.resource } : {});
+    Object.assign(itemAt(items, position), { state, row }, pick ? { value: pick.value, reason: null, picked: pick.resource } : {});
   }
   const kept = found.items.flatMap((item, position) => (item.state === 'conflict' && choices.get(position) === 'keep' ? [position] : []));
   // A kept conflict stays `conflict` like one left out; its outcome tells the read calls which it was.
-  const keptChanges = kept.map((position): ItemChange => ({ position, state: 'conflict', row: items[position].row, outcome: 'kept_saved_value' }));
+  const keptChanges = kept.map((position): ItemChange => ({ position, state: 'conflict', row: itemAt(items, position).row, outcome: 'kept_saved_value' }));
   await stores.fhirImports.updateItems(found.id, [...changes, ...keptChanges]);
   const counts = countItems(items);
   await stores.fhirImports.decide(found.id, { status: 'confirmed', decidedBy: person.id, counts });
@@ -217,7 +220,7 @@ export async function rejectImport(stores: Stores, person: Person, input: Import
 }
 
 /** The identifiers to link on confirmation: none when the patient has some; refused when they contradict them. */
-function identityToLink(patient: PatientRow, found: StoredFhirImport): { system?: string; value: string }[] {
+function identityToLink(patient: Patient, found: StoredFhirImport): { system?: string; value: string }[] {
   const carried = found.fhirIdentity ?? [];
   const linked = patient.fhirIdentity ?? [];
   if (linked.length === 0) return carried;
@@ -254,8 +257,8 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
     if (!Number.isInteger(position) || !fits) throw new DomainError('invalid_import_choice', { position: key, choice, state });
     resolved.set(position, choice);
   }
-  const rowOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field!.split('.')[0]}|${item.row}`;
-  const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && items[position].row !== null ? [rowOf(items[position])] : [])));
+  const rowOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
+  const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && itemAt(items, position).row !== null ? [rowOf(itemAt(items, position))] : [])));
   items.forEach((item, position) => {
     if (item.state === 'new' && item.row !== null && filledRows.has(rowOf(item))) resolved.set(position, 'fill');
   });
@@ -270,13 +273,13 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
  */
 async function lockRecords(
   stores: Stores,
-  patient: PatientRow,
+  patient: Patient,
   items: readonly FhirImportItem[],
   chosen: ReadonlySet<number>,
   ids: { visits: Map<string, number>; forms: Map<string, number> },
 ): Promise<CurrentRecord> {
   const keys = [...chosen].flatMap((position) => {
-    const { visit, form, instance } = items[position];
+    const { visit, form, instance } = itemAt(items, position);
     const visitId = visit ? ids.visits.get(visit) : undefined;
     const formId = form ? ids.forms.get(form) : undefined;
     return visitId === undefined || formId === undefined ? [] : [{ patientId: patient.id, visitId, formId, instance: instance ?? 1 }];
@@ -295,13 +298,13 @@ async function lockRecords(
  * by then, so it cannot be outdated.
  */
 function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
-  const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field!.split('.')[0]}|${item.row}`;
+  const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
   const changed = (item: FhirImportItem) => savedAt(current(item.visit!, item.instance ?? 1, item.form!), item.field!, item.row) !== item.saved_value;
   const matched = items.filter((i) => i.row !== null && i.saved_value !== null && i.visit && i.form && i.field);
   const matchedRows = new Set(matched.map(rowKey));
   const changedRows = new Set(matched.filter(changed).map(rowKey));
   return [...chosen].filter((position) => {
-    const item = items[position];
+    const item = itemAt(items, position);
     if (item.row === null) return changed(item);
     if (!matchedRows.has(rowKey(item))) return false;
     return changedRows.has(rowKey(item)) || changed(item);
@@ -312,9 +315,11 @@ function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet
 function refusedItems(outcomes: RecordOutcome[], records: ReturnType<typeof itemRecords>, items: readonly FhirImportItem[]): FieldError[] {
   return outcomes.flatMap((outcome, i): FieldError[] => {
     if (outcome.status !== 'error' && outcome.status !== 'skip') return [];
-    const positions = records[i].positions;
+    const record = records[i];
+    if (!record) throw new Error('an outcome without its record'); // submitRecords answers each record, in order
+    const { positions } = record;
     const pointerFor = (field: string | undefined) => {
-      const position = positions.find((p) => field !== undefined && (items[p].field === field || items[p].field!.split('.')[0] === field)) ?? positions[0];
+      const position = positions.find((p) => field !== undefined && (itemAt(items, p).field === field || tableOf(itemAt(items, p).field!) === field)) ?? positions[0];
       return `/items/${position}`;
     };
     if (outcome.issues.length === 0) return [{ pointer: pointerFor(undefined), code: outcome.code, params: outcome.params }];

@@ -1,4 +1,5 @@
 import { DomainError } from '../errors.js';
+import { tableOf } from '../fhir/cellField.js';
 import type { FhirImportItem } from '../fhir/fhirImportItem.js';
 import { itemPlacements, type ItemPlacement } from '../fhir/itemPlacement.js';
 import { currentRecords, savedAt } from '../fhir/itemRecords.js';
@@ -8,7 +9,7 @@ import { formHidden } from '../studies/designForKey.js';
 import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
 
 /** One item of an import as the review page shows it, with the names of its place. */
-export interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
+interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
   /** The item's index in the import: the key of a choice when confirming. */
   position: number;
   fieldLabel: string | null;
@@ -25,7 +26,7 @@ export interface ReviewItem extends Omit<FhirImportItem, 'placement'> {
   placement: ItemPlacement | null;
 }
 
-export interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
+interface ReviewGroup { visit: string; visitName: string; instance: number; form: string; formName: string; items: ReviewItem[] }
 
 export interface ImportReview {
   summary: FhirImportSummary;
@@ -80,12 +81,12 @@ export async function importReview(
     if (form && formHidden(study, form, access.unblinded)) { hiddenItems++; return; }
     const now = item.visit && item.form && item.field ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, item.row) : null;
     const pending = item.state === 'new' || item.state === 'conflict';
-    const rowKey = `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field?.split('.')[0]}|${item.row}`;
+    const rowKey = `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field === null ? undefined : tableOf(item.field)}|${item.row}`;
     const rowLead = item.state === 'new' && (item.row === null || !ledRows.has(rowKey));
     if (rowLead && item.row !== null) ledRows.add(rowKey);
     const view: ReviewItem = {
       ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && item.row === null && now !== item.saved_value,
-      rowLead, placement: placements[position],
+      rowLead, placement: placements[position] ?? null,
     };
     const visit = item.visit ? visits.get(item.visit) : undefined;
     if (!visit || !form) { unplaced.push(view); return; }
