@@ -5,11 +5,12 @@ import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { grantRole, revokeRole } from '../../src/domain/people/roles.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
-import { startTestApp, type CallOptions, type Reply, type TestApp } from '../helpers/testApp.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { sdx } from '../helpers/sdxCli.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
-
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import type { CallOptions, Reply } from '../helpers/testApp.js';
 
 const RATE_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
 const ENROLLED_ON = '2026-01-06';
@@ -53,90 +54,125 @@ const SUCCESS: Record<string, string> = {
 
 /** The expected answer of every operation for a kind of key: `<status> <problem code>`, or `200 ok` / `200 unknown_subject` for the records call's one result. */
 function expected(outcome: (op: string) => string | undefined): Record<string, string> {
-  return Object.fromEntries(OPERATIONS.map((op) => [op.id, op.id === 'getOpenApi' ? '200' : outcome(op.id) ?? SUCCESS[op.id]]));
+  return Object.fromEntries(OPERATIONS.map((op) => [op.id, op.id === 'getOpenApi' ? '200' : outcome(op.id) ?? present(SUCCESS[op.id], `the success of ${op.id}`)]));
 }
 const everyKeyed = (answer: string) => expected(() => answer);
 
+/** Rows of data an answer carries: a page's rows, a dataset's rows, an ODM file's forms, one FHIR import (a dataset list counts none). */
+function rowsIn(body: unknown): number {
+  if (typeof body === 'string') return (body.match(/<\/FormData>/g) ?? []).length;
+  const answer = body as { import?: string; rows?: unknown[]; patients?: unknown[]; records?: unknown[]; queries?: unknown[]; audit?: unknown[]; imports?: unknown[] };
+  return answer.import !== undefined ? 1 : (answer.rows ?? answer.patients ?? answer.records ?? answer.queries ?? answer.audit ?? answer.imports ?? []).length;
+}
+
+/** The kinds of key the suite makes, each named for what it may do or why it fails. */
+type KeyKind = 'full' | 'readOnly' | 'writeOnly' | 'noEnrol' | 'otherSite' | 'revoked' | 'expired' | 'makerDemoted' | 'makerLostExport'
+  | 'writeMakerLostExport' | 'otherStudy' | 'apiOff' | 'unknown' | 'wrongChecksum' | 'malformed';
+
+/** A submitFormRecords answer of 200: one result per record. */
+type Submitted = AnswerOf<'submitFormRecords', 200>;
+
+/** The audit trail's columns these tests read. */
+interface AuditRow {
+  id: number;
+  action: string;
+  author: string;
+  actor_type: string;
+  actor_id: number | null;
+  reason: string | null;
+  patient_id: number | null;
+  field_code: string | null;
+  new_value: string | null;
+  details: Record<string, unknown> & { sites?: string[] };
+}
+
+/** What `sdx key list --json` prints for one key. */
+interface ListedKey {
+  id: number;
+  name: string;
+  state: string;
+  why?: string;
+  requests: number;
+  rows_read: number;
+  rights: string[];
+  sites: string[];
+  last_used_at: string | null;
+  created_at: string;
+}
+
 describe('API keys: authentication, rights, sites and states', () => {
-  let app: TestApp;
-  let world: StudyWorld;
-  const keys: Record<string, { key: string; id?: number }> = {};
+  const { app, world } = useStudyWorld();
+  let keys: Record<KeyKind, { key: string; id?: number }>;
   /** Requests and rows read per key as the answers showed them, to compare with the counters the service keeps. */
   const usage = new Map<string, { requests: number; rows: number }>();
 
   /** A call through real HTTP that also tallies what the key's counters must show. */
-  async function call(method: string, path: string, options: CallOptions = {}): Promise<Reply> {
-    const res = await app.call(method, path, options);
+  async function call<T>(method: string, path: string, options: CallOptions = {}): Promise<Reply<T>> {
+    const res = await app.call<T>(method, path, options);
     if (options.key && res.status !== 401 && !path.endsWith('openapi.json')) {
       const tally = usage.get(options.key) ?? { requests: 0, rows: 0 };
       tally.requests += 1;
-      // Rows of data: a page's rows, a dataset's rows, an ODM file's forms, one FHIR import (a dataset list counts none).
-      if (method === 'GET' && res.status === 200) {
-        tally.rows += typeof res.body === 'string'
-          ? (res.body.match(/<\/FormData>/g) ?? []).length
-          : res.body.import !== undefined ? 1 : (res.body.rows ?? res.body.patients ?? res.body.records ?? res.body.queries ?? res.body.audit ?? res.body.imports ?? []).length;
-      }
+      if (method === 'GET' && res.status === 200) tally.rows += rowsIn(res.body);
       usage.set(options.key, tally);
     }
     return res;
   }
 
   before(async () => {
-    app = await startTestApp();
     const { knex } = app.db;
-    await resetDatabase(knex);
-    world = await createStudyWorld(knex);
     const other = await createStudyWorld(knex, demoDesign('OTHER'));
     const off = await createStudyWorld(knex, demoDesign('OFF'));
     await inTransaction(knex, (s) => changeStudySettings(s, operator, 'OFF', { apiEnabled: false }));
 
     // A patient at each site, each with a record whose systolic pressure opens a query.
     for (const site of ['01', '02']) {
-      const enrolled = await call('POST', '/api/v1/studies/DEMO/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: ENROLLED_ON } });
+      const enrolled = await call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/DEMO/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: ENROLLED_ON } });
       expect(enrolled.status).to.equal(201);
       await giveConsent(knex, 'DEMO', enrolled.body.subject);
-      const saved = await call('POST', '/api/v1/studies/DEMO/records', {
+      const saved = await call<Submitted>('POST', '/api/v1/studies/DEMO/records', {
         key: world.key, body: { records: [{ subject: enrolled.body.subject, visit: 'week4', form: 'vs', values: { ...VITALS, sbp: site === '01' ? '120' : '250' } }] },
       });
-      expect(saved.body.results[0].status).to.equal(site === '01' ? 'ok' : 'warn');
+      expect(at(saved.body.results, 0).status).to.equal(site === '01' ? 'ok' : 'warn');
     }
-    const screening = await call('POST', '/api/v1/studies/DEMO/records', {
+    const screening = await call<Submitted>('POST', '/api/v1/studies/DEMO/records', {
       key: world.key, body: { records: [{ subject: '01-001', visit: 'screening', form: 'vs', values: { ...VITALS, vsdate: '2025-12-20', sbp: '240' } }] },
     });
-    expect(screening.body.results[0].status).to.equal('warn');
+    expect(at(screening.body.results, 0).status).to.equal('warn');
     // Patient 01-001's first FHIR import, which getFhirImport reads in the matrix.
-    const imported = await call('POST', '/api/v1/studies/DEMO/fhir?subject=01-001', { key: world.key, raw: FHIR_PATIENT, contentType: 'application/fhir+json' });
+    const imported = await call<AnswerOf<'importFhirRecord', 201>>('POST', '/api/v1/studies/DEMO/fhir?subject=01-001', { key: world.key, raw: FHIR_PATIENT, contentType: 'application/fhir+json' });
     expect([imported.status, imported.body.import]).to.deep.equal([201, 'DEMO-01-001-1']);
 
     const by = world.manager;
-    keys.full = { key: world.key, id: world.keyId };
-    keys.readOnly = await makeKey(knex, { study: 'DEMO', by, name: 'Reader', canWrite: false, canEnrol: false });
-    keys.writeOnly = await makeKey(knex, { study: 'DEMO', by, name: 'Writer', canRead: false });
-    keys.noEnrol = await makeKey(knex, { study: 'DEMO', by, name: 'No enrol', canEnrol: false });
-    keys.otherSite = await makeKey(knex, { study: 'DEMO', by, name: 'Site 02 only', sites: ['02'] });
-    keys.revoked = await makeKey(knex, { study: 'DEMO', by, name: 'Revoked' });
-    await inTransaction(knex, (s) => revokeApiKey(s, { study: 'DEMO', keyId: keys.revoked.id!, by, via: 'cli' }));
-    keys.expired = await makeKey(knex, { study: 'DEMO', by, name: 'Expired' });
+    const readOnly = await makeKey(knex, { study: 'DEMO', by, name: 'Reader', canWrite: false, canEnrol: false });
+    const writeOnly = await makeKey(knex, { study: 'DEMO', by, name: 'Writer', canRead: false });
+    const noEnrol = await makeKey(knex, { study: 'DEMO', by, name: 'No enrol', canEnrol: false });
+    const otherSite = await makeKey(knex, { study: 'DEMO', by, name: 'Site 02 only', sites: ['02'] });
+    const revoked = await makeKey(knex, { study: 'DEMO', by, name: 'Revoked' });
+    await inTransaction(knex, (s) => revokeApiKey(s, { study: 'DEMO', keyId: revoked.id, by, via: 'cli' }));
+    const expired = await makeKey(knex, { study: 'DEMO', by, name: 'Expired' });
     // Test set-up: the term ends in 30 days at the earliest, so the end is moved into the past here.
-    await knex('api_keys').where({ id: keys.expired.id }).update({ expires_at: knex.raw(`now() - interval '1 second'`) });
+    await knex('api_keys').where({ id: expired.id }).update({ expires_at: knex.raw(`now() - interval '1 second'`) });
     await addPerson(knex, 'DEMO', 'demoted@sdx.test', { role: 'manager', canExport: true });
-    keys.makerDemoted = await makeKey(knex, { study: 'DEMO', by: 'demoted@sdx.test', name: 'Demoted maker' });
+    const makerDemoted = await makeKey(knex, { study: 'DEMO', by: 'demoted@sdx.test', name: 'Demoted maker' });
     await inTransaction(knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'demoted@sdx.test', role: 'manager' }));
     await addPerson(knex, 'DEMO', 'no-export@sdx.test', { role: 'manager', canExport: true });
-    keys.makerLostExport = await makeKey(knex, { study: 'DEMO', by: 'no-export@sdx.test', name: 'Reader of no-export', canWrite: false, canEnrol: false });
-    keys.writeMakerLostExport = await makeKey(knex, { study: 'DEMO', by: 'no-export@sdx.test', name: 'Writer of no-export', canRead: false });
+    const makerLostExport = await makeKey(knex, { study: 'DEMO', by: 'no-export@sdx.test', name: 'Reader of no-export', canWrite: false, canEnrol: false });
+    const writeMakerLostExport = await makeKey(knex, { study: 'DEMO', by: 'no-export@sdx.test', name: 'Writer of no-export', canRead: false });
     await inTransaction(knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'no-export@sdx.test', export: true }));
-    keys.otherStudy = { key: other.key, id: other.keyId };
-    keys.apiOff = { key: off.key, id: off.keyId };
-    keys.unknown = { key: generateKeyValue() };
-    const last = world.key.at(-1)!;
-    keys.wrongChecksum = { key: `${world.key.slice(0, -1)}${last === 'a' ? 'b' : 'a'}` };
-    keys.malformed = { key: 'not-an-sdx-key' };
+    const last = present(world.key.at(-1), 'the key\'s last character');
+    keys = {
+      full: { key: world.key, id: world.keyId },
+      readOnly, writeOnly, noEnrol, otherSite, revoked, expired, makerDemoted, makerLostExport, writeMakerLostExport,
+      otherStudy: { key: other.key, id: other.keyId },
+      apiOff: { key: off.key, id: off.keyId },
+      unknown: { key: generateKeyValue() },
+      wrongChecksum: { key: `${world.key.slice(0, -1)}${last === 'a' ? 'b' : 'a'}` },
+      malformed: { key: 'not-an-sdx-key' },
+    };
   });
-  after(() => app.close());
 
   describe('the matrix: every operation with every kind of key, through real HTTP', () => {
-    const MATRIX: { kind: string; key?: string; headers?: Record<string, string>; study?: string; expect: () => Record<string, string> }[] = [
+    const MATRIX: { kind: string; key?: KeyKind; headers?: Record<string, string>; study?: string; expect: () => Record<string, string> }[] = [
       { kind: 'no key', expect: () => everyKeyed('401 key_missing') },
       { kind: 'an empty Bearer value', headers: { authorization: 'Bearer ' }, expect: () => everyKeyed('401 key_missing') },
       { kind: 'a malformed key', key: 'malformed', expect: () => everyKeyed('401 key_malformed') },
@@ -174,10 +210,12 @@ describe('API keys: authentication, rights, sites and states', () => {
         const key = row.key ? keys[row.key].key : undefined;
         const actual: Record<string, string> = {};
         for (const op of OPERATIONS) {
-          const res = await call(op.method, op.path.replace('/DEMO', `/${row.study ?? 'DEMO'}`), { ...op.options, key, headers: row.headers });
+          // The body of whichever operation and status: only the members read here are named.
+          const res = await call<{ results?: Submitted['results']; code?: string; status?: number } | string>(op.method, op.path.replace('/DEMO', `/${row.study ?? 'DEMO'}`), { ...op.options, key, headers: row.headers });
+          const body = typeof res.body === 'string' ? {} : res.body;
           const what = op.id === 'submitFormRecords' && res.status === 200
-            ? (res.body.results[0].status === 'ok' ? 'ok' : res.body.results[0].code)
-            : res.body?.code;
+            ? (at(body.results ?? [], 0).status === 'ok' ? 'ok' : at(body.results ?? [], 0).code)
+            : body.code;
           actual[op.id] = what ? `${res.status} ${what}` : String(res.status);
           if (op.id === 'getOpenApi') continue;
           if (res.status === 401) {
@@ -191,7 +229,7 @@ describe('API keys: authentication, rights, sites and states', () => {
           }
           if (res.status >= 400) {
             expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
-            expect(res.body.status).to.equal(res.status);
+            expect(body.status).to.equal(res.status);
           }
         }
         expect(actual).to.deep.equal(row.expect());
@@ -201,21 +239,21 @@ describe('API keys: authentication, rights, sites and states', () => {
 
   describe('studies and sites a key may not see', () => {
     it('answers another study exactly like a study that does not exist (404, same body but the request id)', async () => {
-      const strip = (r: Reply) => ({ status: r.status, body: { ...r.body, request_id: undefined } });
-      const otherStudy = await call('GET', '/api/v1/studies/OTHER/records', { key: keys.full.key });
-      const noSuchStudy = await call('GET', '/api/v1/studies/NOSUCH/records', { key: keys.full.key });
+      const strip = (r: Reply<Problem>) => ({ status: r.status, body: { ...r.body, request_id: undefined } });
+      const otherStudy = await call<Problem>('GET', '/api/v1/studies/OTHER/records', { key: keys.full.key });
+      const noSuchStudy = await call<Problem>('GET', '/api/v1/studies/NOSUCH/records', { key: keys.full.key });
       expect(otherStudy.status).to.equal(404);
       expect(strip(otherStudy)).to.deep.equal(strip(noSuchStudy));
       expect(otherStudy.body.code).to.equal('study_not_found');
       expect(otherStudy.body.detail).not.to.contain('OTHER');
       // Even a study whose API is switched off is not revealed to a key of another study.
-      expect(strip(await call('POST', '/api/v1/studies/OFF/patients', { key: keys.full.key, body: {} }))).to.deep.equal(
-        strip(await call('POST', '/api/v1/studies/NOSUCH/patients', { key: keys.full.key, body: {} })),
+      expect(strip(await call<Problem>('POST', '/api/v1/studies/OFF/patients', { key: keys.full.key, body: {} }))).to.deep.equal(
+        strip(await call<Problem>('POST', '/api/v1/studies/NOSUCH/patients', { key: keys.full.key, body: {} })),
       );
     });
 
     it('refuses a write for a patient of another site per record as unknown_subject, exactly like a patient that does not exist', async () => {
-      const res = await call('POST', '/api/v1/studies/DEMO/records', {
+      const res = await call<Submitted>('POST', '/api/v1/studies/DEMO/records', {
         key: keys.otherSite.key,
         body: { records: [
           { subject: '01-001', visit: 'week12', form: 'vs', values: WEEK12_VITALS },
@@ -224,38 +262,38 @@ describe('API keys: authentication, rights, sites and states', () => {
         ] },
       });
       expect(res.status).to.equal(200);
-      const [otherSite, missing, own] = res.body.results;
+      const [otherSite, missing, own] = [at(res.body.results, 0), at(res.body.results, 1), at(res.body.results, 2)];
       expect(otherSite).to.include({ status: 'error', code: 'unknown_subject' });
-      expect({ ...otherSite, index: 0, message: otherSite.message.replace('01-001', 'X') }).to.deep.equal({ ...missing, index: 0, message: missing.message.replace('01-999', 'X') });
+      expect({ ...otherSite, index: 0, message: otherSite.message?.replace('01-001', 'X') }).to.deep.equal({ ...missing, index: 0, message: missing.message?.replace('01-999', 'X') });
       expect(own).to.include({ status: 'ok', code: 'saved' });
       expect(res.body.counts).to.deep.equal({ ok: 1, warn: 0, skip: 0, error: 2 });
       const week12 = await app.db.knex('records as r').join('visits as v', 'v.id', 'r.visit_id').where('v.code', 'week12').count<{ count: number }[]>('* as count');
-      expect(Number(week12[0].count)).to.equal(1);
+      expect(Number(at(week12, 0).count)).to.equal(1);
     });
 
     it('hides patients, records and queries of another site from reads, and refuses that site as a filter like an unknown one', async () => {
-      const patients = await call('GET', '/api/v1/studies/DEMO/patients', { key: keys.otherSite.key });
-      expect(patients.body.patients.map((p: { subject: string }) => p.subject)).to.deep.equal(['02-001']);
-      const records = await call('GET', '/api/v1/studies/DEMO/records', { key: keys.otherSite.key });
+      const patients = await call<AnswerOf<'listPatients', 200>>('GET', '/api/v1/studies/DEMO/patients', { key: keys.otherSite.key });
+      expect(patients.body.patients.map((p) => p.subject)).to.deep.equal(['02-001']);
+      const records = await call<AnswerOf<'listFormRecords', 200>>('GET', '/api/v1/studies/DEMO/records', { key: keys.otherSite.key });
       expect(records.body.records.length).to.be.greaterThan(0);
-      expect(records.body.records.every((r: { site: string }) => r.site === '02')).to.equal(true);
-      const queries = await call('GET', '/api/v1/studies/DEMO/queries', { key: keys.otherSite.key });
+      expect(records.body.records.every((r) => r.site === '02')).to.equal(true);
+      const queries = await call<AnswerOf<'listQueries', 200>>('GET', '/api/v1/studies/DEMO/queries', { key: keys.otherSite.key });
       expect(queries.body.queries.length).to.be.greaterThan(0);
-      expect(queries.body.queries.every((q: { site: string }) => q.site === '02')).to.equal(true);
+      expect(queries.body.queries.every((q) => q.site === '02')).to.equal(true);
       // The full key does see site 01's rows, so the rows above were really left out.
-      const all = await call('GET', '/api/v1/studies/DEMO/queries', { key: keys.full.key });
-      expect(all.body.queries.some((q: { site: string }) => q.site === '01')).to.equal(true);
+      const all = await call<AnswerOf<'listQueries', 200>>('GET', '/api/v1/studies/DEMO/queries', { key: keys.full.key });
+      expect(all.body.queries.some((q) => q.site === '01')).to.equal(true);
 
-      const bySubject = await call('GET', '/api/v1/studies/DEMO/records?subject=01-001', { key: keys.otherSite.key });
+      const bySubject = await call<AnswerOf<'listFormRecords', 200>>('GET', '/api/v1/studies/DEMO/records?subject=01-001', { key: keys.otherSite.key });
       expect(bySubject.status).to.equal(200);
       expect(bySubject.body.records).to.deep.equal([]);
-      const bySite = await call('GET', '/api/v1/studies/DEMO/records?site=01', { key: keys.otherSite.key });
-      const byNoSite = await call('GET', '/api/v1/studies/DEMO/records?site=99', { key: keys.otherSite.key });
+      const bySite = await call<Problem>('GET', '/api/v1/studies/DEMO/records?site=01', { key: keys.otherSite.key });
+      const byNoSite = await call<Problem>('GET', '/api/v1/studies/DEMO/records?site=99', { key: keys.otherSite.key });
       expect(bySite.status).to.equal(400);
       expect(bySite.body.errors).to.deep.equal([{ pointer: '/query/site', code: 'unknown_filter_value', message: 'No site "01" that this API key may see.' }]);
-      expect(byNoSite.body.errors[0].code).to.equal('unknown_filter_value');
-      const design = await call('GET', '/api/v1/studies/DEMO', { key: keys.otherSite.key });
-      expect(design.body.sites.map((s: { number: string }) => s.number)).to.deep.equal(['02']);
+      expect(at(byNoSite.body.errors ?? [], 0).code).to.equal('unknown_filter_value');
+      const design = await call<AnswerOf<'getStudyDesign', 200>>('GET', '/api/v1/studies/DEMO', { key: keys.otherSite.key });
+      expect(design.body.sites.map((s) => s.number)).to.deep.equal(['02']);
     });
   });
 
@@ -264,7 +302,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       const made = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Soon revoked' });
       expect((await call('GET', '/api/v1/studies/DEMO/patients', { key: made.key })).status).to.equal(200);
       await inTransaction(app.db.knex, (s) => revokeApiKey(s, { study: 'DEMO', keyId: made.id, by: world.manager, via: 'cli' }));
-      const second = await call('GET', '/api/v1/studies/DEMO/patients', { key: made.key });
+      const second = await call<Problem>('GET', '/api/v1/studies/DEMO/patients', { key: made.key });
       expect(second.status).to.equal(401);
       expect(second.body).to.include({ code: 'key_revoked', title: 'API key revoked', detail: 'This API key was revoked.' });
       expect(second.headers.get('www-authenticate')).to.match(/^Bearer\b/);
@@ -275,7 +313,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       const made = await makeKey(app.db.knex, { study: 'DEMO', by: 'soon-demoted@sdx.test', name: 'Maker soon demoted' });
       expect((await call('POST', '/api/v1/studies/DEMO/records', { key: made.key, body: ONE_RECORD })).status).to.equal(200);
       await inTransaction(app.db.knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'soon-demoted@sdx.test' }));
-      const second = await call('POST', '/api/v1/studies/DEMO/records', { key: made.key, body: ONE_RECORD });
+      const second = await call<Problem>('POST', '/api/v1/studies/DEMO/records', { key: made.key, body: ONE_RECORD });
       expect(second.status).to.equal(401);
       expect(second.body).to.include({
         code: 'key_stopped', detail: 'This API key no longer works: the manager who made it is no longer a manager of the study.',
@@ -289,11 +327,11 @@ describe('API keys: authentication, rights, sites and states', () => {
       const writer = await makeKey(app.db.knex, { study: 'DEMO', by: 'soon-no-export@sdx.test', name: 'Writer kept', canRead: false, canEnrol: false });
       expect((await call('GET', '/api/v1/studies/DEMO/queries', { key: reader.key })).status).to.equal(200);
       await inTransaction(app.db.knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'soon-no-export@sdx.test', export: true }));
-      const read = await call('GET', '/api/v1/studies/DEMO/queries', { key: reader.key });
+      const read = await call<Problem>('GET', '/api/v1/studies/DEMO/queries', { key: reader.key });
       expect(read.status).to.equal(401);
       expect(read.body).to.include({ code: 'key_stopped', detail: 'This read key no longer works: the manager who made it may no longer export data.' });
       // A key with read and write is a read key too: it stops for its writes as well.
-      expect((await call('POST', '/api/v1/studies/DEMO/records', { key: both.key, body: ONE_RECORD })).body.code).to.equal('key_stopped');
+      expect((await call<Problem>('POST', '/api/v1/studies/DEMO/records', { key: both.key, body: ONE_RECORD })).body.code).to.equal('key_stopped');
       expect((await call('POST', '/api/v1/studies/DEMO/records', { key: writer.key, body: ONE_RECORD })).status).to.equal(200);
     });
 
@@ -301,7 +339,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       const made = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Soon expired', termDays: 30 });
       expect((await call('GET', '/api/v1/studies/DEMO', { key: made.key })).status).to.equal(200);
       await app.db.knex('api_keys').where({ id: made.id }).update({ expires_at: app.db.knex.raw('now()') });
-      const second = await call('GET', '/api/v1/studies/DEMO', { key: made.key, headers: { 'accept-language': 'ru' } });
+      const second = await call<Problem>('GET', '/api/v1/studies/DEMO', { key: made.key, headers: { 'accept-language': 'ru' } });
       expect(second.status).to.equal(401);
       expect(second.body).to.include({ code: 'key_expired', title: 'Срок API-ключа истёк' });
     });
@@ -309,10 +347,10 @@ describe('API keys: authentication, rights, sites and states', () => {
     it('a key reaches no further than its maker: a site taken from the maker leaves the key\'s reads', async () => {
       await addPerson(app.db.knex, 'DEMO', 'two-sites@sdx.test', { role: 'manager', canExport: true });
       const made = await makeKey(app.db.knex, { study: 'DEMO', by: 'two-sites@sdx.test', name: 'Narrowed' });
-      const before = await call('GET', '/api/v1/studies/DEMO/patients?subject=01-001', { key: made.key });
-      expect(before.body.patients.map((p: { subject: string }) => p.subject)).to.deep.equal(['01-001']);
+      const before = await call<AnswerOf<'listPatients', 200>>('GET', '/api/v1/studies/DEMO/patients?subject=01-001', { key: made.key });
+      expect(before.body.patients.map((p) => p.subject)).to.deep.equal(['01-001']);
       await inTransaction(app.db.knex, (s) => grantRole(s, operator, { study: 'DEMO', email: 'two-sites@sdx.test', role: 'manager', canExport: true, unblinded: false, sites: ['02'] }));
-      const after = await call('GET', '/api/v1/studies/DEMO/patients?subject=01-001', { key: made.key });
+      const after = await call<AnswerOf<'listPatients', 200>>('GET', '/api/v1/studies/DEMO/patients?subject=01-001', { key: made.key });
       expect(after.status).to.equal(200);
       expect(after.body.patients).to.deep.equal([]);
     });
@@ -320,24 +358,24 @@ describe('API keys: authentication, rights, sites and states', () => {
 
   describe('what a key leaves behind: audit trail, fingerprints, counters and the read log', () => {
     it('records the making and the revoking of a key in the audit trail, with the maker as author and no key value', async () => {
-      const rows = await app.db.knex('audit_events').whereIn('action', ['api_key.created', 'api_key.revoked'])
+      const rows = await app.db.knex<AuditRow>('audit_events').whereIn('action', ['api_key.created', 'api_key.revoked'])
         .whereRaw(`details->>'key_id' = ?`, [String(keys.revoked.id)]).orderBy('id');
       expect(rows.map((r) => r.action)).to.deep.equal(['api_key.created', 'api_key.revoked']);
       for (const row of rows) expect(row).to.include({ author: 'Manager DEMO', actor_type: 'user', reason: 'Changed with the sdx command line' });
-      expect(rows[0].details).to.include({ key_id: keys.revoked.id, name: 'Revoked', read: true, write: true, enrol: true, term_days: 90 });
-      expect(rows[0].details.sites).to.deep.equal(['01', '02']);
-      expect(rows[1].details).to.deep.equal({ key_id: keys.revoked.id, name: 'Revoked' });
+      expect(at(rows, 0).details).to.include({ key_id: keys.revoked.id, name: 'Revoked', read: true, write: true, enrol: true, term_days: 90 });
+      expect(at(rows, 0).details.sites).to.deep.equal(['01', '02']);
+      expect(at(rows, 1).details).to.deep.equal({ key_id: keys.revoked.id, name: 'Revoked' });
     });
 
     it('writes "<key name> (API)" as author and a reason naming the key on an enrolment and on a records call', async () => {
       const made = await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Hospital LIS' });
-      const enrolled = await call('POST', '/api/v1/studies/DEMO/patients', { key: made.key, body: { site: '02', sex: 'male', birth_year: 1955, enrolled_on: ENROLLED_ON, subject: '02-LIS' } });
+      const enrolled = await call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/DEMO/patients', { key: made.key, body: { site: '02', sex: 'male', birth_year: 1955, enrolled_on: ENROLLED_ON, subject: '02-LIS' } });
       expect(enrolled.status).to.equal(201);
       await giveConsent(app.db.knex, 'DEMO', '02-LIS');
-      const saved = await call('POST', '/api/v1/studies/DEMO/records', { key: made.key, body: { records: [{ subject: '02-LIS', visit: 'week4', form: 'vs', values: VITALS }] } });
-      expect(saved.body.results[0]).to.include({ status: 'ok', code: 'saved' });
-      const patient = await app.db.knex('patients').where({ subject: '02-LIS' }).first();
-      const trail = await app.db.knex('audit_events').where({ patient_id: patient.id, actor_type: 'api_key' }).orderBy('id');
+      const saved = await call<Submitted>('POST', '/api/v1/studies/DEMO/records', { key: made.key, body: { records: [{ subject: '02-LIS', visit: 'week4', form: 'vs', values: VITALS }] } });
+      expect(at(saved.body.results, 0)).to.include({ status: 'ok', code: 'saved' });
+      const patient = present(await app.db.knex<{ id: number; subject: string }>('patients').where({ subject: '02-LIS' }).first(), 'patient 02-LIS');
+      const trail = await app.db.knex<AuditRow>('audit_events').where({ patient_id: patient.id, actor_type: 'api_key' }).orderBy('id');
       expect(trail.map((r) => r.action)).to.deep.equal(['patient.enrolled', ...Object.keys(VITALS).map(() => 'record.value_set')]);
       for (const row of trail) {
         expect(row).to.include({ author: 'Hospital LIS (API)', reason: 'Data sent through the API key "Hospital LIS"', actor_id: made.id });
@@ -347,70 +385,72 @@ describe('API keys: authentication, rights, sites and states', () => {
 
     it('keeps no key value anywhere in the database: only the SHA-256 fingerprint of each key', async () => {
       const made = Object.values(keys).filter((k) => k.id !== undefined);
-      const { rows: tables } = await app.db.knex.raw(`select tablename from pg_tables where schemaname = current_schema()`);
+      const { rows: tables } = await app.db.knex.raw<{ rows: { tablename: string }[] }>(`select tablename from pg_tables where schemaname = current_schema()`);
       for (const { key, id } of made) {
         // The whole value, and its 43 random characters without prefix and checksum.
         const secret = key.slice(KEY_PREFIX.length, KEY_PREFIX.length + 43);
-        for (const { tablename } of tables as { tablename: string }[]) {
-          const { rows } = await app.db.knex.raw(`select count(*)::int as n from "${tablename}" t where strpos(t::text, ?) > 0 or strpos(t::text, ?) > 0`, [key, secret]);
-          expect(rows[0].n, `${tablename} holds the value of key ${id}`).to.equal(0);
+        for (const { tablename } of tables) {
+          const { rows } = await app.db.knex.raw<{ rows: { n: number }[] }>(`select count(*)::int as n from "${tablename}" t where strpos(t::text, ?) > 0 or strpos(t::text, ?) > 0`, [key, secret]);
+          expect(at(rows, 0).n, `${tablename} holds the value of key ${id}`).to.equal(0);
         }
-        const row = await app.db.knex('api_keys').where({ id }).first();
+        const row = present(await app.db.knex<{ id: number; fingerprint: Buffer }>('api_keys').where({ id }).first(), `key ${id}`);
         expect(Buffer.compare(row.fingerprint, createHash('sha256').update(key).digest())).to.equal(0);
       }
     });
 
     it('counts requests (refused ones included, 401s not) and rows read per key exactly, and `sdx key list` shows them with each key\'s state and why', async () => {
-      const listed = await sdx('key', 'list', 'DEMO');
-      const byName = new Map<string, any>(listed.keys.map((k: { name: string }) => [k.name, k]));
+      const listed = await sdx('key', 'list', 'DEMO') as { keys: ListedKey[] };
+      const byName = new Map(listed.keys.map((k) => [k.name, k]));
+      const listedKey = (name: string) => present(byName.get(name), `key "${name}" in the list`);
       const states = Object.fromEntries(['Test system', 'Revoked', 'Expired', 'Demoted maker', 'Reader of no-export', 'Writer of no-export', 'Site 02 only']
-        .map((name) => [name, `${byName.get(name).state}${byName.get(name).why ? ` ${byName.get(name).why}` : ''}`]));
+        .map((name) => [name, `${listedKey(name).state}${listedKey(name).why ? ` ${listedKey(name).why}` : ''}`]));
       expect(states).to.deep.equal({
         'Test system': 'active', Revoked: 'revoked', Expired: 'expired', 'Demoted maker': 'stopped maker_not_manager',
         'Reader of no-export': 'stopped maker_lost_export', 'Writer of no-export': 'active', 'Site 02 only': 'active',
       });
       for (const name of ['Test system', 'Reader', 'Writer', 'No enrol', 'Site 02 only', 'Revoked', 'Writer of no-export']) {
-        const key = Object.values(keys).find((k) => k.id === byName.get(name).id)!.key;
+        const key = present(Object.values(keys).find((k) => k.id === listedKey(name).id), `the suite's key "${name}"`).key;
         const tally = usage.get(key) ?? { requests: 0, rows: 0 };
-        expect({ requests: byName.get(name).requests, rows_read: byName.get(name).rows_read }, name).to.deep.equal({ requests: tally.requests, rows_read: tally.rows });
+        expect({ requests: listedKey(name).requests, rows_read: listedKey(name).rows_read }, name).to.deep.equal({ requests: tally.requests, rows_read: tally.rows });
       }
-      expect(byName.get('Revoked')).to.include({ requests: 0, last_used_at: null });
-      expect(byName.get('Reader').rights).to.deep.equal(['read']);
-      expect(byName.get('Site 02 only').sites).to.deep.equal(['02']);
-      expect(Date.parse(byName.get('Test system').last_used_at)).to.be.greaterThan(Date.parse(byName.get('Test system').created_at));
+      expect(listedKey('Revoked')).to.include({ requests: 0, last_used_at: null });
+      expect(listedKey('Reader').rights).to.deep.equal(['read']);
+      expect(listedKey('Site 02 only').sites).to.deep.equal(['02']);
+      expect(Date.parse(String(listedKey('Test system').last_used_at))).to.be.greaterThan(Date.parse(listedKey('Test system').created_at));
       expect(JSON.stringify(listed)).not.to.contain(world.key.slice(KEY_PREFIX.length));
     });
 
     it('logs every read with key, time, call, filters and rows, and `sdx reads` lists the last ones newest first', async () => {
       const reader = keys.readOnly;
       const started = Date.now();
-      const a = await call('GET', '/api/v1/studies/DEMO/records?visit=week4&form=vs&limit=1', { key: reader.key });
-      const b = await call('GET', '/api/v1/studies/DEMO/patients?site=02', { key: keys.full.key });
-      const c = await call('GET', '/api/v1/studies/DEMO/queries?status=open&updated_since=2020-01-01T00:00:00Z', { key: reader.key });
+      const a = await call<AnswerOf<'listFormRecords', 200>>('GET', '/api/v1/studies/DEMO/records?visit=week4&form=vs&limit=1', { key: reader.key });
+      const b = await call<AnswerOf<'listPatients', 200>>('GET', '/api/v1/studies/DEMO/patients?site=02', { key: keys.full.key });
+      const c = await call<AnswerOf<'listQueries', 200>>('GET', '/api/v1/studies/DEMO/queries?status=open&updated_since=2020-01-01T00:00:00Z', { key: reader.key });
       // A refused read is not a read: it is not logged.
       expect((await call('GET', '/api/v1/studies/DEMO/records?visit=nowhere', { key: reader.key })).status).to.equal(400);
-      const listed = await sdx('reads', '--study', 'DEMO', '--limit', '3');
-      expect(listed.reads.map((r: any) => ({ ...r, at: undefined }))).to.deep.equal([
+      const listed = await sdx('reads', '--study', 'DEMO', '--limit', '3') as { reads: { at: string }[] };
+      expect(listed.reads.map((r) => ({ ...r, at: undefined }))).to.deep.equal([
         { key_id: reader.id, key_name: 'Reader', at: undefined, operation: 'queries', filters: { status: 'open', updated_since: '2020-01-01T00:00:00Z', limit: 500 }, rows: c.body.queries.length },
         { key_id: keys.full.id, key_name: 'Test system', at: undefined, operation: 'patients', filters: { site: '02', limit: 500 }, rows: b.body.patients.length },
         { key_id: reader.id, key_name: 'Reader', at: undefined, operation: 'records', filters: { visit: 'week4', form: 'vs', limit: 1 }, rows: 1 },
       ]);
       expect(a.body.records).to.have.length(1);
       for (const r of listed.reads) expect(Date.parse(r.at)).to.be.within(started - 5000, Date.now());
-      const total = await app.db.knex('read_log').where({ study_id: (await app.db.knex('studies').where({ code: 'DEMO' }).first()).id }).count<{ n: number }[]>('* as n');
-      expect(Number(total[0].n)).to.be.greaterThan(3);
+      const study = present(await app.db.knex<{ id: number; code: string }>('studies').where({ code: 'DEMO' }).first(), 'study DEMO');
+      const total = await app.db.knex('read_log').where({ study_id: study.id }).count<{ n: number }[]>('* as n');
+      expect(Number(at(total, 0).n)).to.be.greaterThan(3);
 
-      expect((await sdx('reads', '--study', 'DEMO', '--limit', '0')).error).to.include({ code: 'invalid_reads_limit', message: 'The number of reads to list is a whole number from 1 to 1000.' });
+      expect((await sdx('reads', '--study', 'DEMO', '--limit', '0') as { error: unknown }).error).to.include({ code: 'invalid_reads_limit', message: 'The number of reads to list is a whole number from 1 to 1000.' });
     });
 
     it('refuses a read key to a manager without the export right with a clear message on the command line', async () => {
       await addPerson(app.db.knex, 'DEMO', 'plain-manager@sdx.test', { role: 'manager', canExport: false });
-      const refused = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Export', '--rights', 'read', '--term', '30');
+      const refused = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Export', '--rights', 'read', '--term', '30') as { error: unknown };
       expect(refused.error).to.include({
         code: 'export_right_missing',
         message: 'Only a manager who may export data can make a key with the read right; plain-manager@sdx.test may not.',
       });
-      const writer = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Lab', '--rights', 'write', '--sites', '01', '--term', '365');
+      const writer = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Lab', '--rights', 'write', '--sites', '01', '--term', '365') as { key: string; sites: string[]; expires_at: string };
       expect(writer).to.include({ name: 'Lab', study: 'DEMO' });
       expect(writer.sites).to.deep.equal(['01']);
       expect(writer.key).to.match(/^sdx_[0-9A-Za-z]{49}$/);

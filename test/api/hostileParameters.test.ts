@@ -2,9 +2,11 @@ import net from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { loadSpec } from '../../src/handlers/spec.js';
+import type { Problem } from '../helpers/answerTypes.js';
 import type { StudyWorld } from '../helpers/factories.js';
 import { expectNoFault, hostileString, runs, startHostileWorld } from '../helpers/hostileInput.js';
-import type { TestApp } from '../helpers/testApp.js';
+import { present } from '../helpers/only.js';
+import type { Reply, TestApp } from '../helpers/testApp.js';
 
 /**
  * Every query and path parameter of every operation in spec/openapi.yaml (read from the spec, so a new
@@ -15,14 +17,17 @@ import type { TestApp } from '../helpers/testApp.js';
 
 interface Parameter { name: string; in: string; required?: boolean; example?: unknown; schema?: { default?: unknown }; $ref?: string }
 interface Operation { operationId: string; method: string; path: string; parameters: Parameter[]; bodyType?: string }
+/** The members of a path item and of its operations that are read here. */
+interface SpecOperation { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, unknown> } }
+type PathItem = Record<string, SpecOperation> & { parameters?: Parameter[] };
 
 function operationsOfSpec(): Operation[] {
-  const spec = loadSpec() as { paths: Record<string, Record<string, any>>; components: { parameters: Record<string, Parameter> } };
-  const resolve = (p: Parameter): Parameter => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop()!] : p);
+  const spec = loadSpec() as { paths: Record<string, PathItem>; components: { parameters: Record<string, Parameter> } };
+  const resolve = (p: Parameter): Parameter => (p.$ref ? present(spec.components.parameters[p.$ref.split('/').pop() ?? ''], p.$ref) : p);
   return Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item)
-    .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+    .filter((entry): entry is [string, SpecOperation] => ['get', 'post', 'put', 'patch', 'delete'].includes(entry[0]))
     .map(([method, op]) => ({
-      operationId: op.operationId as string,
+      operationId: op.operationId,
       method: method.toUpperCase(),
       path,
       parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve).filter((p) => p.in === 'query' || p.in === 'path'),
@@ -31,6 +36,12 @@ function operationsOfSpec(): Operation[] {
 }
 
 const OPERATIONS = operationsOfSpec();
+
+/** The body of a refusal, which the test app has checked against the contract's problem schema. */
+function problemOf(res: Reply<unknown>): Problem {
+  expect(res.status, JSON.stringify(res.body)).to.be.at.least(400);
+  return res.body as Problem;
+}
 
 /** A value as it goes into the URL: every byte of its UTF-8 percent-encoded (a lone surrogate becomes U+FFFD, as in any client). */
 const percentEncoded = (text: string) => [...Buffer.from(text, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
@@ -85,7 +96,7 @@ describe('hostile input: every query and path parameter in the spec', function (
     const valueOf = (p: Parameter) => (p === parameter ? raw : encodeURIComponent(String(valid[p.name] ?? p.example ?? p.schema?.default ?? '')));
     const path = op.path.replace(/\{(\w+)\}/g, (_whole, name: string) => valueOf(op.parameters.find((p) => p.name === name && p.in === 'path')!));
     const query = op.parameters.filter((p) => p.in === 'query' && (p === parameter || p.required)).map((p) => `${p.name}=${valueOf(p)}`).join('&');
-    return app.call(op.method, `${path}${query ? `?${query}` : ''}`, {
+    return app.call<unknown>(op.method, `${path}${query ? `?${query}` : ''}`, {
       key: world.key, ...(op.bodyType ? { raw: bodies[op.operationId], contentType: op.bodyType } : {}),
     });
   }
@@ -98,7 +109,7 @@ describe('hostile input: every query and path parameter in the spec', function (
           expectNoFault(res, `${parameter.name}=${raw.slice(0, 200)}`);
           if (parameter.in === 'query' && text?.includes('\u0000')) {
             expect(res.status).to.equal(400);
-            expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.include(`/query/${parameter.name}`);
+            expect(problemOf(res).errors?.map((e) => e.pointer)).to.include(`/query/${parameter.name}`);
           }
         }), runs(25));
       });
@@ -112,14 +123,14 @@ describe('hostile input: every query and path parameter in the spec', function (
           const res = await call(op, parameter, `${encodeURIComponent(String(valid[parameter.name] ?? parameter.example ?? 'x'))}%00`);
           expectNoFault(res);
           expect(res.status).to.equal(400);
-          expect(res.body.code).to.equal('invalid_parameter');
-          expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.include(`/query/${parameter.name}`);
+          expect(problemOf(res).code).to.equal('invalid_parameter');
+          expect(problemOf(res).errors?.map((e) => e.pointer)).to.include(`/query/${parameter.name}`);
         });
       }
     }
 
     it('names the character in the message of a free-text filter', async () => {
-      const res = await app.call('GET', `/api/v1/studies/${world.code}/records?subject=01%00001`, { key: world.key });
+      const res = await app.call<Problem>('GET', `/api/v1/studies/${world.code}/records?subject=01%00001`, { key: world.key });
       expect(res.body.errors).to.deep.equal([{
         pointer: '/query/subject', code: 'invalid_character',
         message: 'The text holds a character that cannot be stored (NUL or half of a surrogate pair).',
@@ -129,7 +140,7 @@ describe('hostile input: every query and path parameter in the spec', function (
 
   it('refuses a path with a broken percent-escape with 400 invalid_parameter (it reached the router\'s decoder and gave a 500)', async () => {
     for (const path of [`/api/v1/studies/%E0%A4%A`, `/api/v1/studies/${world.code}/records%`, '/api/v1/docs/assets/%ZZ']) {
-      const res = await app.call('GET', path, { key: world.key });
+      const res = await app.call<Problem>('GET', path, { key: world.key });
       expectNoFault(res, path);
       expect(res.status, path).to.equal(400);
       expect(res.body.errors, path).to.deep.equal([{ pointer: '/path', code: 'invalid_encoding', message: 'The path holds a percent sign that does not start a valid UTF-8 escape (%XX).' }]);
@@ -160,11 +171,11 @@ function rawExchange(baseUrl: string, request: string): Promise<string> {
 }
 
 function expectRawProblem(answer: string, status: number, code: string): void {
-  const [head, body] = answer.split('\r\n\r\n');
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
   expect(head).to.match(new RegExp(`^HTTP/1.1 ${status} `));
   expect(head.toLowerCase()).to.include('content-type: application/problem+json');
   for (const header of ['x-content-type-options: nosniff', 'cache-control: no-store', 'x-request-id: ']) expect(head.toLowerCase()).to.include(header);
-  const problem = JSON.parse(body);
+  const problem = JSON.parse(body) as Problem;
   expect(problem).to.include({ status, code });
   expect(problem).to.have.all.keys('type', 'title', 'status', 'detail', 'code', 'request_id');
   expect(body).to.not.match(/\bat \S+ \(|node:internal/);

@@ -1,11 +1,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { hostileString, runs } from '../helpers/hostileInput.js';
+import { at } from '../helpers/only.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /**
  * Hostile addresses and forms on the staff portal: a page is never a 5xx and never shows a stack, and a
@@ -22,19 +21,14 @@ function expectNoFault(page: PortalReply, context: string): void {
 
 describe('hostile input: staff portal', function () {
   this.timeout(60_000);
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let manager: PortalClient;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'portal-manager@sdx.test', { study: world.code, role: 'manager', canExport: true, unblinded: true });
     manager = new PortalClient(app.baseUrl);
     expect((await manager.signIn('portal-manager@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => app.close());
 
   it('answers any study code, subject and import number in the address without a 5xx or a stack', async () => {
     const segment = hostileString(60).map(percentEncoded);
@@ -60,9 +54,10 @@ describe('hostile input: staff portal', function () {
     expect(signIn.html).to.include('The form could not be read; nothing was done.');
 
     await manager.get(`/p/${world.code}/api`);
-    const keysBefore = Number((await app.db.knex('api_keys').count({ n: '*' }))[0].n);
+    const keys = async () => Number(at(await app.db.knex('api_keys').count<{ n: string }[]>({ n: '*' }), 0).n);
+    const keysBefore = await keys();
     const key = await manager.post(`/p/${world.code}/api/keys`, { name: 'LIMS\u0000', read: 'on', sites: '01', term: '30' });
     expect(key.status).to.equal(400);
-    expect(Number((await app.db.knex('api_keys').count({ n: '*' }))[0].n)).to.equal(keysBefore);
+    expect(await keys()).to.equal(keysBefore);
   });
 });

@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { giveConsent, makeKey, operator } from '../helpers/factories.js';
+import { at, present } from '../helpers/only.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import type { Reply } from '../helpers/testApp.js';
+import { testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * `Idempotency-Key` on the three write calls (spec: "Retries without duplicates"), through real HTTP on
@@ -23,11 +26,13 @@ interface WriteCall {
   operation: 'createPatient' | 'submitFormRecords' | 'importFhirRecord';
   status: number;
   /** The table the call writes after claiming its key: a test holds it to keep the call in flight. */
-  table: string;
+  table: Table;
   prepare(): Promise<(variant: 'a' | 'b') => Sent>;
 }
 
-const TABLES = ['patients', 'records', 'queries', 'audit_events', 'fhir_imports', 'idempotency_keys'];
+const TABLES = ['patients', 'records', 'queries', 'audit_events', 'fhir_imports', 'idempotency_keys'] as const;
+type Table = typeof TABLES[number];
+type Submitted = AnswerOf<'submitFormRecords', 200>;
 
 /** The same JSON data written differently: members in reverse order, indented. */
 function rewritten(sent: Sent): Sent {
@@ -36,13 +41,12 @@ function rewritten(sent: Sent): Sent {
     if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reverse(v)]));
     return value;
   };
-  return { ...sent, body: JSON.stringify(reverse(JSON.parse(sent.body)), null, 2) };
+  return { ...sent, body: JSON.stringify(reverse(JSON.parse(sent.body) as unknown), null, 2) };
 }
 
 describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)', function () {
   this.timeout(120_000);
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let otherKey: string;
   let second: ServiceProcess;
 
@@ -50,32 +54,34 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
   const knex = () => app.db.knex;
 
   /** Sends a request to the in-process service or to the second process; every answer is checked against the spec. */
-  async function send(to: 'app' | ServiceProcess, sent: Sent, options: { idem?: string; key?: string; query?: string } = {}): Promise<Reply> {
+  async function send<T = unknown>(to: 'app' | ServiceProcess, sent: Sent, options: { idem?: string; key?: string; query?: string } = {}): Promise<Reply<T>> {
     const headers: Record<string, string> = options.idem === undefined ? {} : { 'idempotency-key': options.idem };
     const path = `${sent.path}${options.query ? `${sent.path.includes('?') ? '&' : '?'}${options.query}` : ''}`;
-    if (to === 'app') return app.call('POST', path, { key: options.key ?? world.key, raw: sent.body, contentType: sent.contentType, headers });
+    if (to === 'app') return app.call<T>('POST', path, { key: options.key ?? world.key, raw: sent.body, contentType: sent.contentType, headers });
     const response = await fetch(`${to.baseUrl}${path}`, {
       method: 'POST', body: sent.body, headers: { ...headers, authorization: `Bearer ${options.key ?? world.key}`, 'content-type': sent.contentType },
     });
-    const body = await response.json();
-    const operation = { patients: 'createPatient', records: 'submitFormRecords', fhir: 'importFhirRecord' }[sent.path.split('?')[0].split('/').pop()!]!;
+    const body = await response.json() as T;
+    const collection = present(sent.path.split('?')[0]?.split('/').pop(), `the collection of ${sent.path}`);
+    const operation = present(({ patients: 'createPatient', records: 'submitFormRecords', fhir: 'importFhirRecord' } as Record<string, string>)[collection], `the operation of ${sent.path}`);
     await assertMatchesSpec(operation, response.status, response.headers.get('content-type') ?? '', body);
     return { status: response.status, headers: response.headers, body };
   }
 
-  async function footprint(): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
-    for (const table of TABLES) counts[table] = Number((await knex()(table).count({ n: '*' }))[0].n);
-    return counts;
+  async function footprint(): Promise<Record<Table, number>> {
+    const counts: Partial<Record<Table, number>> = {};
+    for (const table of TABLES) counts[table] = Number(at(await knex()(table).count<{ n: string }[]>({ n: '*' }), 0).n);
+    // Every table of TABLES was counted just above.
+    return counts as Record<Table, number>;
   }
 
   /** Waits (bounded) until at least `count` lock requests in this database are waiting. */
   async function lockWaits(count: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const { rows } = await knex().raw(`select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      const { rows } = await knex().raw<{ rows: { n: number }[] }>(`select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
         where not l.granted and a.datname = current_database()`);
-      if (rows[0].n >= count) return;
+      if (at(rows, 0).n >= count) return;
       if (Date.now() > deadline) throw new Error(`fewer than ${count} lock waits after 30 s`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -94,7 +100,7 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
   }
 
   async function enrolled(sex = 'female', birthYear = 1970, enrolledOn = '2026-01-15'): Promise<string> {
-    const res = await send('app', { path: `/api/v1/studies/${world.code}/patients`, contentType: 'application/json', body: JSON.stringify({ site: '01', sex, birth_year: birthYear, enrolled_on: enrolledOn }) });
+    const res = await send<AnswerOf<'createPatient', 201>>('app', { path: `/api/v1/studies/${world.code}/patients`, contentType: 'application/json', body: JSON.stringify({ site: '01', sex, birth_year: birthYear, enrolled_on: enrolledOn }) });
     expect(res.status).to.equal(201);
     await giveConsent(knex(), world.code, res.body.subject, '2020-01-01');
     return res.body.subject;
@@ -102,13 +108,13 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
 
   const setLocked = (locked: boolean) => inTransaction(knex(), (s) => changeStudySettings(s, operator, world.code, { locked }));
 
-  const CALLS: WriteCall[] = [
+  const CALLS: [WriteCall, WriteCall, WriteCall] = [
     {
       operation: 'createPatient', status: 201, table: 'patients',
-      prepare: async () => (variant) => ({
+      prepare: () => Promise.resolve((variant) => ({
         path: `/api/v1/studies/${world.code}/patients`, contentType: 'application/json',
         body: JSON.stringify({ site: '01', sex: 'female', birth_year: variant === 'a' ? 1961 : 1962, enrolled_on: '2026-01-15' }),
-      }),
+      })),
     },
     {
       operation: 'submitFormRecords', status: 200, table: 'records',
@@ -139,15 +145,11 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
   ];
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(knex());
-    world = await createStudyWorld(knex());
     otherKey = (await makeKey(knex(), { study: world.code, by: world.manager, name: 'Other system' })).key;
     second = await startServiceProcess({});
   });
   after(async () => {
     await second?.stop();
-    await app.close();
   });
 
   for (const call of CALLS) {
@@ -211,7 +213,7 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
           await lockWaits(1);
           const inThisProcess = send('app', request('a'), { idem: key });
           await lockWaits(2);
-          return [inSecondProcess, inThisProcess];
+          return [inSecondProcess, inThisProcess] as const;
         }).then((pending) => Promise.all(pending));
         expect([first.status, retry.status]).to.deep.equal([call.status, call.status]);
         expect(first.headers.get('idempotent-replayed')).to.equal(null);
@@ -228,7 +230,7 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
         const before = await footprint();
         await setLocked(true);
         try {
-          const refused = await send('app', request('a'), { idem: key });
+          const refused = await send<Problem>('app', request('a'), { idem: key });
           expect(refused.status).to.equal(423);
           expect(refused.body.code).to.equal('study_locked');
         } finally {
@@ -265,10 +267,10 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
     const key = newKey();
     const patient = await send('app', await CALLS[0].prepare().then((r) => r('a')), { idem: key });
     expect(patient.status).to.equal(201);
-    const records = await send('app', await CALLS[1].prepare().then((r) => r('a')), { idem: key });
+    const records = await send<Submitted>('app', await CALLS[1].prepare().then((r) => r('a')), { idem: key });
     expect(records.status).to.equal(200);
     expect(records.headers.get('idempotent-replayed')).to.equal(null);
-    expect(records.body.results[0]).to.include({ status: 'warn', code: 'saved_with_queries' });
+    expect(at(records.body.results, 0)).to.include({ status: 'warn', code: 'saved_with_queries' });
   });
 
   it('keeps nothing for validate_only=true: a dry run answers anew each time and leaves its key free', async () => {
@@ -276,25 +278,25 @@ describe('Idempotency-Key (createPatient, submitFormRecords, importFhirRecord)',
     const key = newKey();
     const before = await footprint();
     for (const variant of ['a', 'b', 'a'] as const) {
-      const dry = await send('app', request(variant), { idem: key, query: 'validate_only=true' });
+      const dry = await send<Submitted>('app', request(variant), { idem: key, query: 'validate_only=true' });
       expect(dry.status).to.equal(200);
       expect(dry.headers.get('idempotent-replayed')).to.equal(null);
-      expect(dry.body.results[0].code).to.equal('validated');
+      expect(at(dry.body.results, 0).code).to.equal('validated');
     }
     expect(await footprint()).to.deep.equal(before);
-    const saved = await send('app', request('a'), { idem: key });
+    const saved = await send<Submitted>('app', request('a'), { idem: key });
     expect(saved.headers.get('idempotent-replayed')).to.equal(null);
-    expect(saved.body.results[0].code).to.equal('saved_with_queries');
+    expect(at(saved.body.results, 0).code).to.equal('saved_with_queries');
   });
 
   it('refuses an Idempotency-Key that is empty, too long or not printable ASCII with 400 invalid_parameter, keeping nothing', async () => {
     const request = (await CALLS[0].prepare())('a');
     const before = await footprint();
     for (const value of ['', 'two words', 'k'.repeat(256), 'caf\u00e9']) {
-      const res = await send('app', request, { idem: value });
+      const res = await send<Problem>('app', request, { idem: value });
       expect(res.status, JSON.stringify(value)).to.equal(400);
       expect(res.body.code).to.equal('invalid_parameter');
-      expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/header/idempotency-key']);
+      expect(res.body.errors?.map((e) => e.pointer)).to.deep.equal(['/header/idempotency-key']);
     }
     expect(await footprint()).to.deep.equal(before);
     const longest = await send('app', request, { idem: '~'.repeat(255) });
