@@ -49,7 +49,10 @@ function guardedLookup(url: string, policy: AddressPolicy): LookupFunction {
         return (callback as (e: Error) => void)(Object.assign(new Error(`the address of ${hostname} is not public`), { code: 'WEBHOOK_ADDRESS_REFUSED' }));
       }
       if (options.all) return (callback as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
-      return callback(null, addresses[0].address, addresses[0].family);
+      const [first] = addresses;
+      // dns.lookup answers ENOTFOUND rather than an empty list; an empty one is refused all the same.
+      if (first === undefined) return (callback as (e: Error) => void)(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+      return callback(null, first.address, first.family);
     });
   };
 }
