@@ -30,7 +30,7 @@ const AGENTS = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 8 }), 'h
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** The webhook's body as sent: `{ type, timestamp, data }`. */
-export function eventBody(event: OutgoingEvent): string {
+function eventBody(event: OutgoingEvent): string {
   return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data });
 }
 

@@ -5,7 +5,7 @@ import { insertRows } from './insertRows.js';
 import { type QueryPageRecord, queryReads, rowToQueryRead } from './readPages.js';
 import { returnedRow } from './returnedRow.js';
 
-export const TABLE = 'queries';
+const TABLE = 'queries';
 const ANSWERS = 'query_answers';
 
 interface QueryRecord { id: number; record_id: number; field_code: string; origin: string; check_code: string | null }
