@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
  * The members of a webhook body the tests read; tests check each whole body against the spec's `webhooks`
  * with `assertWebhookMatchesSpec`, so this narrow view does not stand in for that check.
  */
-export interface WebhookBody {
+interface WebhookBody {
   type: string;
   timestamp: string;
   data: { study?: string; subject?: string; site?: string; instance?: number; fields?: string[] } & Record<string, unknown>;
