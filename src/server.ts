@@ -5,7 +5,6 @@ import { loadConfig } from './config.js';
 import { openDatabase, openOwnerDatabase } from './db/knex.js';
 import { prepareSchema } from './db/migrator.js';
 import { listen } from './listen.js';
-import { prepareR4Validator } from './domain/fhir/validateR4.js';
 import { startWebhookDelivery } from './webhookDelivery.js';
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
@@ -30,8 +29,6 @@ export async function startServer(): Promise<Server> {
     } finally {
       await owner.close();
     }
-    // Compiling the FHIR R4 validators takes about a second: pay it at start-up, not on the first import.
-    prepareR4Validator();
     const app = await createApp(createServices(config, db));
     server = listen(app, config, config.port);
     // A port already taken is a failed start, not an unhandled error event.

@@ -164,6 +164,11 @@ export async function createApi(services: Services): Promise<Api> {
     definition: routedDocument(services.spec),
     strict: true,
     coerceTypes: true,
+    // Compiles each operation's validators on its first call instead of all of them at start-up, where the
+    // response validators (used only when VALIDATE_RESPONSES is on) were compiled twice over: without it a
+    // service holds about 26 MB more from start-up on (issue 23.3, bench/README.md "Export memory"). It also
+    // skips openapi-backend's check of the spec at start-up, which `make lint` (redocly) and `make gen-check` make.
+    quick: true,
     // Defaults declared in the spec (record status, instance, …) reach the handlers filled in.
     // `verbose` keeps the refused value and its schema on each error, so the answer can name both (issue 19.5).
     ajvOpts: { allErrors: true, useDefaults: true, verbose: true },

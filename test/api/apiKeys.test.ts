@@ -399,7 +399,7 @@ describe('API keys: authentication, rights, sites and states', () => {
     });
 
     it('counts requests (refused ones included, 401s not) and rows read per key exactly, and `sdx key list` shows them with each key\'s state and why', async () => {
-      const listed = await sdx('key', 'list', 'DEMO') as { keys: ListedKey[] };
+      const listed = await sdx<{ keys: ListedKey[] }>('key', 'list', 'DEMO');
       const byName = new Map(listed.keys.map((k) => [k.name, k]));
       const listedKey = (name: string) => present(byName.get(name), `key "${name}" in the list`);
       const states = Object.fromEntries(['Test system', 'Revoked', 'Expired', 'Demoted maker', 'Reader of no-export', 'Writer of no-export', 'Site 02 only']
@@ -428,7 +428,7 @@ describe('API keys: authentication, rights, sites and states', () => {
       const c = await call<AnswerOf<'listQueries', 200>>('GET', '/api/v1/studies/DEMO/queries?status=open&updated_since=2020-01-01T00:00:00Z', { key: reader.key });
       // A refused read is not a read: it is not logged.
       expect((await call('GET', '/api/v1/studies/DEMO/records?visit=nowhere', { key: reader.key })).status).to.equal(400);
-      const listed = await sdx('reads', '--study', 'DEMO', '--limit', '3') as { reads: { at: string }[] };
+      const listed = await sdx<{ reads: { at: string }[] }>('reads', '--study', 'DEMO', '--limit', '3');
       expect(listed.reads.map((r) => ({ ...r, at: undefined }))).to.deep.equal([
         { key_id: reader.id, key_name: 'Reader', at: undefined, operation: 'queries', filters: { status: 'open', updated_since: '2020-01-01T00:00:00Z', limit: 500 }, rows: c.body.queries.length },
         { key_id: keys.full.id, key_name: 'Test system', at: undefined, operation: 'patients', filters: { site: '02', limit: 500 }, rows: b.body.patients.length },
@@ -440,17 +440,17 @@ describe('API keys: authentication, rights, sites and states', () => {
       const total = await app.db.knex('read_log').where({ study_id: study.id }).count<{ n: number }[]>('* as n');
       expect(Number(at(total, 0).n)).to.be.greaterThan(3);
 
-      expect((await sdx('reads', '--study', 'DEMO', '--limit', '0') as { error: unknown }).error).to.include({ code: 'invalid_reads_limit', message: 'The number of reads to list is a whole number from 1 to 1000.' });
+      expect((await sdx<{ error: unknown }>('reads', '--study', 'DEMO', '--limit', '0')).error).to.include({ code: 'invalid_reads_limit', message: 'The number of reads to list is a whole number from 1 to 1000.' });
     });
 
     it('refuses a read key to a manager without the export right with a clear message on the command line', async () => {
       await addPerson(app.db.knex, 'DEMO', 'plain-manager@sdx.test', { role: 'manager', canExport: false });
-      const refused = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Export', '--rights', 'read', '--term', '30') as { error: unknown };
+      const refused = await sdx<{ error: unknown }>('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Export', '--rights', 'read', '--term', '30');
       expect(refused.error).to.include({
         code: 'export_right_missing',
         message: 'Only a manager who may export data can make a key with the read right; plain-manager@sdx.test may not.',
       });
-      const writer = await sdx('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Lab', '--rights', 'write', '--sites', '01', '--term', '365') as { key: string; sites: string[]; expires_at: string };
+      const writer = await sdx<{ key: string; sites: string[]; expires_at: string }>('key', 'create', 'DEMO', '--by', 'plain-manager@sdx.test', '--name', 'Lab', '--rights', 'write', '--sites', '01', '--term', '365');
       expect(writer).to.include({ name: 'Lab', study: 'DEMO' });
       expect(writer.sites).to.deep.equal(['01']);
       expect(writer.key).to.match(/^sdx_[0-9A-Za-z]{49}$/);

@@ -59,7 +59,7 @@ describe('listAuditTrail', () => {
   /** Every page of a run of listAuditTrail, each checked against the contract by the test app. */
   const readAll = async (key: string, query: Record<string, string> = {}): Promise<{ rows: Row[]; pages: Reply<Trail>[] }> => {
     const run = await readRun(app, '/api/v1/studies/DEMO/audit', 'audit', key, query);
-    return { rows: run.rows as Row[], pages: run.pages as Reply<Trail>[] };
+    return { rows: run.rows, pages: run.pages };
   };
 
   async function send(records: Record<string, unknown>[]): Promise<void> {

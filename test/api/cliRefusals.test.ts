@@ -29,17 +29,17 @@ describe('command line refusals: the same localized text, worded for a command w
   }
 
   it('an unknown study names the code, not an API key, in English and in Russian', async () => {
-    expect((await sdx('key', 'list', 'NOPE') as Refused).error).to.deep.include({ code: 'study_not_found', message: 'There is no study with the code "NOPE".' });
-    expect((await inRussian(() => sdx('key', 'list', 'NOPE')) as Refused).error).to.deep.include({ code: 'study_not_found', message: 'Исследования с кодом "NOPE" нет.' });
+    expect((await sdx<Refused>('key', 'list', 'NOPE')).error).to.deep.include({ code: 'study_not_found', message: 'There is no study with the code "NOPE".' });
+    expect((await inRussian(() => sdx<Refused>('key', 'list', 'NOPE'))).error).to.deep.include({ code: 'study_not_found', message: 'Исследования с кодом "NOPE" нет.' });
   });
 
   it('an unknown patient names the study, not the sites of an API key', async () => {
-    const refused = await sdx('patient', 'consent', world.code, 'NO-ONE', '--given', '2026-01-15') as Refused;
+    const refused = await sdx<Refused>('patient', 'consent', world.code, 'NO-ONE', '--given', '2026-01-15');
     expect(refused.error).to.deep.include({ code: 'unknown_subject', message: `Study ${world.code} has no patient "NO-ONE".` });
   });
 
   it('a design file\'s problems come with their localized messages', async () => {
-    const refused = await sdx('study', 'load', 'package.json') as Refused;
+    const refused = await sdx<Refused>('study', 'load', 'package.json');
     expect(refused.error.code).to.equal('design_invalid');
     expect(refused.error.errors?.length).to.be.above(0);
     for (const e of refused.error.errors ?? []) expect(e.message, JSON.stringify(e)).to.be.a('string').and.not.equal('{message}').and.not.match(/^field\./);

@@ -18,10 +18,10 @@ describe('sdx demo (what `make run` does before it starts the service)', () => {
   });
 
   it('makes a fresh demo key at every start and revokes the one before, through the audited revocation', async () => {
-    const first = await sdx('demo') as Demo;
-    const second = await sdx('demo') as Demo;
+    const first = await sdx<Demo>('demo');
+    const second = await sdx<Demo>('demo');
     expect(second.key).to.not.equal(first.key);
-    const { keys } = await sdx('key', 'list', 'DEMO') as KeyList;
+    const { keys } = await sdx<KeyList>('key', 'list', 'DEMO');
     expect(keys.map((k) => `${k.name}: ${k.state}`).sort()).to.deep.equal(['Demo LIMS: active', 'Demo LIMS: revoked']);
     const knex = (await testDatabase()).knex;
     const revoked = await knex('audit_events').where({ action: 'api_key.revoked' }).select<{ author: string; details: object }[]>('author', 'details');
@@ -29,13 +29,13 @@ describe('sdx demo (what `make run` does before it starts the service)', () => {
 
     // A third start still leaves exactly one live demo key.
     await sdx('demo');
-    const after = (await sdx('key', 'list', 'DEMO') as KeyList).keys;
+    const after = (await sdx<KeyList>('key', 'list', 'DEMO')).keys;
     expect(after.filter((k) => k.state === 'active')).to.have.length(1);
     expect(after).to.have.length(3);
   });
 
   it('`sdx key list` prints a table for people (a header, one aligned line a key) and the same keys as JSON with --json', async () => {
-    const { keys } = await sdx('key', 'list', 'DEMO') as KeyList;
+    const { keys } = await sdx<KeyList>('key', 'list', 'DEMO');
     const lines = (await sdxText('key', 'list', 'DEMO')).trimEnd().split('\n');
     expect(lines.slice(0, 3)).to.deep.equal(['study: DEMO', '', `keys (${keys.length}):`]);
     const [header, ...rows] = [present(lines[3], 'the table\'s header'), ...lines.slice(4)];

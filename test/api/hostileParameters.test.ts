@@ -15,7 +15,8 @@ import type { Reply, TestApp } from '../helpers/testApp.js';
  * a stack, and a value holding NUL is a 400 naming the parameter, never a database error.
  */
 
-interface Parameter { name: string; in: string; required?: boolean; example?: unknown; schema?: { default?: unknown }; $ref?: string }
+/** A parameter of the spec as the test reads it; its examples and defaults are scalars (query and path values). */
+interface Parameter { name: string; in: string; required?: boolean; example?: string | number | boolean; schema?: { default?: string | number | boolean }; $ref?: string }
 interface Operation { operationId: string; method: string; path: string; parameters: Parameter[]; bodyType?: string }
 /** The members of a path item and of its operations that are read here. */
 interface SpecOperation { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, unknown> } }

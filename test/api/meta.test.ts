@@ -109,21 +109,21 @@ describe('the sdx command line', () => {
   it('creates a study, a manager and a key that authenticates, printing one JSON object each', async () => {
     expect(await sdx('study', 'load', 'studies/demo.yaml')).to.deep.equal({ study: 'DEMO', created: true });
     expect(await sdx('study', 'load', 'studies/demo.yaml')).to.deep.equal({ study: 'DEMO', created: false });
-    expect((await sdx('user', 'add', '--email', 'm@sdx.test', '--name', 'M') as { email: string }).email).to.equal('m@sdx.test');
-    expect((await sdx('role', 'grant', 'DEMO', '--email', 'm@sdx.test', '--role', 'manager', '--export') as { role: string }).role).to.equal('manager');
-    const made = await sdx('key', 'create', 'DEMO', '--by', 'm@sdx.test', '--name', 'LIMS', '--rights', 'read,write', '--enrol', '--term', '30') as { key: string; sites: string[] };
+    expect((await sdx<{ email: string }>('user', 'add', '--email', 'm@sdx.test', '--name', 'M')).email).to.equal('m@sdx.test');
+    expect((await sdx<{ role: string }>('role', 'grant', 'DEMO', '--email', 'm@sdx.test', '--role', 'manager', '--export')).role).to.equal('manager');
+    const made = await sdx<{ key: string; sites: string[] }>('key', 'create', 'DEMO', '--by', 'm@sdx.test', '--name', 'LIMS', '--rights', 'read,write', '--enrol', '--term', '30');
     expect(made.key).to.match(/^sdx_[0-9A-Za-z]{49}$/);
     expect(made.sites).to.deep.equal(['01', '02']);
     const design = await app.call('GET', '/api/v1/studies/DEMO', { key: made.key });
     expect(design.status).to.equal(200);
-    const listed = await sdx('key', 'list', 'DEMO') as { keys: Record<string, unknown>[] };
+    const listed = await sdx<{ keys: Record<string, unknown>[] }>('key', 'list', 'DEMO');
     expect(at(listed.keys, 0)).to.include({ name: 'LIMS', state: 'active', requests: 1 });
   });
 
   it('prints refusals and usage errors as one JSON object too, and exits non-zero', async () => {
-    expect((await sdx('key', 'create', 'DEMO', '--by', 'nobody@sdx.test', '--name', 'X', '--rights', 'read', '--term', '30') as CliRefusal).error.code).to.equal('user_not_found');
+    expect((await sdx<CliRefusal>('key', 'create', 'DEMO', '--by', 'nobody@sdx.test', '--name', 'X', '--rights', 'read', '--term', '30')).error.code).to.equal('user_not_found');
     expect(await sdxExitCode('key', 'list', 'NOPE'), 'exit code of a refused command').to.equal(1);
-    expect((await sdx('key', 'create', 'DEMO', '--by', 'm@sdx.test', '--name', 'X', '--rights', 'read', '--term', '31') as CliRefusal).error.code).to.equal('usage');
-    expect((await sdx('study', 'load', 'package.json') as CliRefusal).error.code).to.equal('design_invalid');
+    expect((await sdx<CliRefusal>('key', 'create', 'DEMO', '--by', 'm@sdx.test', '--name', 'X', '--rights', 'read', '--term', '31')).error.code).to.equal('usage');
+    expect((await sdx<CliRefusal>('study', 'load', 'package.json')).error.code).to.equal('design_invalid');
   });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { XMLParser } from 'fast-xml-parser';
 import { createExportWorld, recordsRead, type ExportWorld } from '../helpers/exportWorld.js';
+import { only, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 
 /**
@@ -13,7 +14,40 @@ import { startTestApp, type TestApp } from '../helpers/testApp.js';
  * nothing of ours, every saved value found at its place, and the key's rules applied.
  */
 
-type Node = Record<string, any>;
+/**
+ * The parts of an ODM document the tests read, as fast-xml-parser gives them: attributes as members without
+ * a prefix, the elements named in `isArray` as arrays, and numbers and booleans parsed from text.
+ */
+type OdmScalar = string | number | boolean;
+type OdmDef = { OID: string } & Record<string, unknown>;
+interface OdmItemDef extends Record<string, unknown> {
+  OID: string;
+  MeasurementUnitRef?: { MeasurementUnitOID: string };
+  RangeCheck?: { Comparator: string; CheckValue: OdmScalar }[];
+}
+interface OdmItemData {
+  ItemOID: string;
+  Value?: OdmScalar;
+  IsNull?: string;
+  Annotation?: { Comment: OdmScalar };
+  AuditRecord?: { SourceID: string; UserRef: { UserOID: string } };
+}
+interface OdmItemGroupData { ItemGroupOID: string; ItemGroupRepeatKey?: OdmScalar; ItemData?: OdmItemData[] }
+interface OdmStudyEventData { StudyEventOID: string; StudyEventRepeatKey?: OdmScalar; FormData: { ItemGroupData: OdmItemGroupData[] }[] }
+interface OdmSubjectData { SubjectKey: string; SiteRef: { LocationOID: string }; StudyEventData: OdmStudyEventData[] }
+interface OdmDocument {
+  Study: {
+    MetaDataVersion: {
+      StudyEventDef: OdmDef[];
+      ItemDef: OdmItemDef[];
+      ItemGroupDef: OdmDef[];
+      CodeList: (OdmDef & { CodeListItem: { CodedValue: string }[] })[];
+    };
+    BasicDefinitions: { MeasurementUnit: { Name: string }[] };
+  };
+  ClinicalData?: { SubjectData: OdmSubjectData[] };
+  AdminData?: { User: { OID: string; FullName: string }[]; Location: { OID: string }[] };
+}
 const SCHEMA = 'test/fixtures/cdisc-odm-1.3.2/ODM1-3-2.xsd';
 
 /** xmllint's verdict on a document; --nonet, so the W3C schemas it imports come from the fixtures. */
@@ -38,9 +72,12 @@ const parser = new XMLParser({
   isArray: (name) => ['SubjectData', 'StudyEventData', 'FormData', 'ItemGroupData', 'ItemData', 'FormDef', 'ItemDef', 'StudyEventDef', 'User', 'Location', 'CodeList', 'CodeListItem', 'RangeCheck'].includes(name),
 });
 
-function parse(xml: string): Node {
-  return parser.parse(xml).ODM as Node;
+function parse(xml: string): OdmDocument {
+  return (parser.parse(xml) as { ODM: OdmDocument }).ODM;
 }
+
+const clinicalData = (odm: OdmDocument) => present(odm.ClinicalData, 'the ClinicalData');
+const adminData = (odm: OdmDocument) => present(odm.AdminData, 'the AdminData');
 
 describe('ODM 1.3.2 export (exportOdm)', () => {
   let app: TestApp;
@@ -67,32 +104,32 @@ describe('ODM 1.3.2 export (exportOdm)', () => {
   it('describes the design: protocol, visits, forms, item groups, items with types, ranges, units and code lists', async () => {
     const odm = parse((await app.call('GET', `${base}/odm?content=metadata`, { key: world.key })).body as string);
     expect(odm.ClinicalData).to.equal(undefined);
-    const mdv = odm.Study.MetaDataVersion as Node;
-    expect((mdv.StudyEventDef as Node[]).map((e) => e.OID)).to.deep.equal(['SE.SCREENING', 'SE.BASELINE', 'SE.WEEK4', 'SE.WEEK12', 'SE.UNSCHEDULED']);
-    expect((mdv.StudyEventDef as Node[]).find((e) => e.OID === 'SE.UNSCHEDULED')).to.include({ Repeating: 'Yes', Type: 'Unscheduled' });
-    const sbp = (mdv.ItemDef as Node[]).find((i) => i.OID === 'IT.VS.SBP') as Node;
+    const mdv = odm.Study.MetaDataVersion;
+    expect(mdv.StudyEventDef.map((e) => e.OID)).to.deep.equal(['SE.SCREENING', 'SE.BASELINE', 'SE.WEEK4', 'SE.WEEK12', 'SE.UNSCHEDULED']);
+    expect(mdv.StudyEventDef.find((e) => e.OID === 'SE.UNSCHEDULED')).to.include({ Repeating: 'Yes', Type: 'Unscheduled' });
+    const sbp = present(mdv.ItemDef.find((i) => i.OID === 'IT.VS.SBP'), 'IT.VS.SBP');
     expect(sbp).to.include({ Name: 'sbp', DataType: 'integer' });
-    expect(sbp.MeasurementUnitRef.MeasurementUnitOID).to.equal('MU.mm[Hg]');
-    expect((sbp.RangeCheck as Node[]).map((r) => [r.Comparator, String(r.CheckValue)])).to.deep.equal([['GE', '70'], ['LE', '220']]);
-    expect((mdv.ItemDef as Node[]).find((i) => i.OID === 'IT.VS.TEMP')).to.include({ DataType: 'float', SignificantDigits: '1' });
-    const severity = (mdv.CodeList as Node[]).find((c) => c.OID === 'CL.AE.EVENTS.SEVERITY') as Node;
-    expect((severity.CodeListItem as Node[]).map((i) => i.CodedValue)).to.deep.equal(['mild', 'moderate', 'severe']);
-    const conditions = (mdv.ItemGroupDef as Node[]).find((g) => g.OID === 'IG.MH.CONDITIONS') as Node;
+    expect(sbp.MeasurementUnitRef?.MeasurementUnitOID).to.equal('MU.mm[Hg]');
+    expect(present(sbp.RangeCheck, 'the range checks of IT.VS.SBP').map((r) => [r.Comparator, String(r.CheckValue)])).to.deep.equal([['GE', '70'], ['LE', '220']]);
+    expect(mdv.ItemDef.find((i) => i.OID === 'IT.VS.TEMP')).to.include({ DataType: 'float', SignificantDigits: '1' });
+    const severity = present(mdv.CodeList.find((c) => c.OID === 'CL.AE.EVENTS.SEVERITY'), 'CL.AE.EVENTS.SEVERITY');
+    expect(severity.CodeListItem.map((i) => i.CodedValue)).to.deep.equal(['mild', 'moderate', 'severe']);
+    const conditions = present(mdv.ItemGroupDef.find((g) => g.OID === 'IG.MH.CONDITIONS'), 'IG.MH.CONDITIONS');
     expect(conditions.Repeating).to.equal('Yes');
-    expect(odm.Study.BasicDefinitions.MeasurementUnit.map((u: Node) => u.Name)).to.include('mm[Hg]');
+    expect(odm.Study.BasicDefinitions.MeasurementUnit.map((u) => u.Name)).to.include('mm[Hg]');
   });
 
   it('holds every saved value the records read returns, at its place', async () => {
     const odm = parse((await app.call('GET', `${base}/odm?content=data`, { key: world.key })).body as string);
     const values = new Map<string, string>();
     const marks = new Map<string, string>();
-    for (const subject of odm.ClinicalData.SubjectData as Node[]) {
-      for (const event of subject.StudyEventData as Node[]) {
-        for (const form of event.FormData as Node[]) {
-          for (const group of form.ItemGroupData as Node[]) {
-            for (const item of (group.ItemData ?? []) as Node[]) {
+    for (const subject of clinicalData(odm).SubjectData) {
+      for (const event of subject.StudyEventData) {
+        for (const form of event.FormData) {
+          for (const group of form.ItemGroupData) {
+            for (const item of group.ItemData ?? []) {
               const where = [subject.SubjectKey, event.StudyEventOID, event.StudyEventRepeatKey, group.ItemGroupOID, group.ItemGroupRepeatKey ?? '', item.ItemOID].join('|');
-              if (item.IsNull === 'Yes') marks.set(where, String(item.Annotation.Comment));
+              if (item.IsNull === 'Yes') marks.set(where, String(present(item.Annotation, `the annotation of ${where}`).Comment));
               else values.set(where, String(item.Value));
             }
           }
@@ -128,14 +165,15 @@ describe('ODM 1.3.2 export (exportOdm)', () => {
 
   it('gives each value the audit record of its last change with audit=true', async () => {
     const odm = parse((await app.call('GET', `${base}/odm?content=data&audit=true`, { key: world.key })).body as string);
-    const users = new Map((odm.AdminData.User as Node[]).map((u) => [u.OID, u.FullName]));
-    const items = (odm.ClinicalData.SubjectData as Node[]).flatMap((s) => (s.StudyEventData as Node[]).flatMap((e) =>
-      (e.FormData as Node[]).flatMap((f) => (f.ItemGroupData as Node[]).flatMap((g) => (g.ItemData ?? []) as Node[]))));
-    const hr = items.find((i) => i.ItemOID === 'IT.VS.HR' && String(i.Value) === '82') as Node;
-    expect(hr.AuditRecord.SourceID).to.match(/^audit_events\/\d+$/);
-    expect(users.get(hr.AuditRecord.UserRef.UserOID)).to.equal('Test system (API)');
-    const auditId = Number(String(hr.AuditRecord.SourceID).split('/')[1]);
-    const row = await app.db.knex('audit_events').where({ id: auditId }).first();
+    const users = new Map(adminData(odm).User.map((u) => [u.OID, u.FullName]));
+    const items = clinicalData(odm).SubjectData.flatMap((s) => s.StudyEventData.flatMap((e) =>
+      e.FormData.flatMap((f) => f.ItemGroupData.flatMap((g) => g.ItemData ?? []))));
+    const hr = present(items.find((i) => i.ItemOID === 'IT.VS.HR' && String(i.Value) === '82'), 'the hr item of 82');
+    const audit = present(hr.AuditRecord, 'the audit record of the hr item');
+    expect(audit.SourceID).to.match(/^audit_events\/\d+$/);
+    expect(users.get(audit.UserRef.UserOID)).to.equal('Test system (API)');
+    const auditId = Number(String(audit.SourceID).split('/')[1]);
+    const row = present(await app.db.knex('audit_events').where({ id: auditId }).first<{ field_code: string; new_value: string } | undefined>(), `audit event ${auditId}`);
     expect([row.field_code, row.new_value]).to.deep.equal(['hr', '82']);
   });
 
@@ -144,13 +182,13 @@ describe('ODM 1.3.2 export (exportOdm)', () => {
     expect(xmllint(blinded).ok).to.equal(true);
     expect(blinded).to.not.include('IP_ALLOC').and.not.include('K-0042');
     const site02 = parse((await app.call('GET', `${base}/odm?content=data`, { key: world.site02Key })).body as string);
-    expect((site02.ClinicalData.SubjectData as Node[]).map((s) => s.SiteRef.LocationOID)).to.deep.equal(['LOC.02']);
-    expect((site02.AdminData.Location as Node[]).map((l) => l.OID)).to.deep.equal(['LOC.02']);
+    expect(clinicalData(site02).SubjectData.map((s) => s.SiteRef.LocationOID)).to.deep.equal(['LOC.02']);
+    expect(adminData(site02).Location.map((l) => l.OID)).to.deep.equal(['LOC.02']);
   });
 
   it('enters the export in the read log with its number of records', async () => {
     await app.call('GET', `${base}/odm?content=data`, { key: world.site02Key });
-    const [log] = await app.db.knex('read_log').where({ operation: 'odm' }).orderBy('id', 'desc').limit(1);
+    const log = only(await app.db.knex('read_log').where({ operation: 'odm' }).orderBy('id', 'desc').limit(1).select<{ filters: unknown; rows: number }[]>('filters', 'rows'), 'the last odm read');
     expect([log.filters, log.rows]).to.deep.equal([{ content: 'data' }, 2]);
   });
 });

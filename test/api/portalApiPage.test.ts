@@ -14,11 +14,16 @@ function keyRow(page: PortalReply, id: number): string {
   return present(row?.[1], `the row of key ${id}`).replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
+
+/** The columns of a webhook subscription the page test reads. */
+interface SubscriptionRow { id: number; state: string; unblinded: boolean; secret: string; event_types: string[] }
+
 describe('staff portal: the study\'s API page', () => {
   let app: TestApp;
   let world: StudyWorld;
   let manager: PortalClient;
   let managerName: string;
+  const stateOf = async (id: number) => present(await app.db.knex('webhook_subscriptions').where({ id }).first<SubscriptionRow | undefined>(), `subscription ${id}`).state;
 
   before(async () => {
     app = await startTestApp();
@@ -162,7 +167,7 @@ describe('staff portal: the study\'s API page', () => {
     const secret = /id="webhook-secret" readonly value="(whsec_[A-Za-z0-9+/=]+)"/.exec(made.html)?.[1];
     expect(secret, 'the secret is on the page').to.be.a('string');
     expect(made.headers.get('cache-control')).to.equal('no-store');
-    const row = await app.db.knex('webhook_subscriptions').where({ url: 'https://8.8.8.8/in' }).first();
+    const row = present(await app.db.knex('webhook_subscriptions').where({ url: 'https://8.8.8.8/in' }).first<SubscriptionRow | undefined>(), 'the subscription row');
     expect(row).to.include({ state: 'active', unblinded: false, secret });
     expect(row.event_types).to.deep.equal(['record.saved', 'query.opened']);
 
@@ -172,9 +177,9 @@ describe('staff portal: the study\'s API page', () => {
     const failing = await manager.get(`/p/${world.code}/api`);
     expect(failing.html).to.include('failing: a day of failed deliveries').and.include(`/webhooks/${row.id}/enable`);
     expect((await manager.post(`/p/${world.code}/api/webhooks/${row.id}/enable`, {})).status).to.equal(303);
-    expect((await app.db.knex('webhook_subscriptions').where({ id: row.id }).first()).state).to.equal('active');
+    expect(await stateOf(row.id)).to.equal('active');
     expect((await manager.post(`/p/${world.code}/api/webhooks/${row.id}/remove`, {})).status).to.equal(303);
-    expect((await app.db.knex('webhook_subscriptions').where({ id: row.id }).first()).state).to.equal('removed');
+    expect(await stateOf(row.id)).to.equal('removed');
     expect((await manager.get(`/p/${world.code}/api`)).html).not.to.include(`data-subscription-id="${row.id}"`);
     const audit = await app.db.knex('audit_events').where('action', 'like', 'webhook.%').orderBy('id').select('action', 'author');
     expect(audit).to.deep.equal([

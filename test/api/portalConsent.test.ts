@@ -132,7 +132,7 @@ describe('staff portal: consent on the patient card', () => {
     expect(await sdx('patient', 'consent', world.code, subject, '--given', '1960-06-01')).to.deep.equal({
       error: { code: 'consent_date_before_birth', message: `The consent date 1960-06-01 is before the birth year 1961 of patient "${subject}".`, errors: [] },
     });
-    expect((await sdx('patient', 'consent', world.code, subject, '--given', tomorrowEverywhere()) as { error: { code: string } }).error.code).to.equal('consent_date_in_future');
+    expect((await sdx<{ error: { code: string } }>('patient', 'consent', world.code, subject, '--given', tomorrowEverywhere())).error.code).to.equal('consent_date_in_future');
     expect(await consents(subject)).to.deep.equal([]);
   });
 

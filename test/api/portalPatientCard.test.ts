@@ -74,14 +74,13 @@ describe('staff portal: the patient card', () => {
   });
 
   it('shows a query\'s thread of answers under it: who wrote each answer, when, and what, escaped (issue 22.2)', async () => {
-    const read = await app.call('GET', `/api/v1/studies/${world.code}/queries?subject=${subject}`, { key: lims });
-    const query = read.body.queries.find((q: { field: string }) => q.field === 'sbp');
+    const read = await app.call<AnswerOf<'listQueries', 200>>('GET', `/api/v1/studies/${world.code}/queries?subject=${subject}`, { key: lims });
+    const query = present(read.body.queries.find((q) => q.field === 'sbp'), 'the sbp query');
     const answered = await app.call('POST', `/api/v1/studies/${world.code}/queries/${query.id}/answers`, { key: lims, body: { text: 'Re-measured: <b>232</b> confirmed.' } });
     expect(answered.status, JSON.stringify(answered.body)).to.equal(201);
     const card = await staff.get(`/p/${world.code}/s/${subject}`);
     const thread = new RegExp(`<tr class="query-thread" data-query="${query.id}">([\\s\\S]*?)</tr>`).exec(card.html);
-    expect(thread, 'the thread row').to.not.equal(null);
-    expect(thread![1].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim())
+    expect(present(present(thread, 'the thread row')[1], 'the thread row\'s cells').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim())
       .to.match(/^Ward &lt;LIMS&gt; \(API\) , \d{4}-\d\d-\d\d \d\d:\d\d UTC: Re-measured: &lt;b&gt;232&lt;\/b&gt; confirmed\.$/);
     expect(section(card, 'queries')).to.include('screening / vs sbp answered');
     expect(card.html).to.include('<tr data-action="query.answered">');

@@ -1,4 +1,5 @@
 import { AssertionError, expect } from 'chai';
+import type { AnswerOf } from '../helpers/answerTypes.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, demoDesign, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
@@ -21,6 +22,9 @@ function leaves(value: unknown): unknown[] {
   return [value];
 }
 
+
+/** A page of any of the four reads (or its refusal), as the scan reads it: `next` when there is another page. */
+type ReadPage = Record<string, unknown> & { next?: string | null };
 describe('privacy of the read calls (with every answer of the run scanned)', () => {
   let app: TestApp;
   let world: StudyWorld;
@@ -34,12 +38,12 @@ describe('privacy of the read calls (with every answer of the run scanned)', () 
     world = await createStudyWorld(app.db.knex, demoDesign('PRIV'));
     const subjects: string[] = [];
     for (const site of ['01', '01', '02']) {
-      const res = await app.call('POST', '/api/v1/studies/PRIV/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-02' } });
+      const res = await app.call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/PRIV/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-02' } });
       expect(res.status).to.equal(201);
       subjects.push(res.body.subject);
       await giveConsent(app.db.knex, 'PRIV', res.body.subject);
     }
-    const sent = await app.call('POST', '/api/v1/studies/PRIV/records', {
+    const sent = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', '/api/v1/studies/PRIV/records', {
       key: world.key,
       body: { records: subjects.map((subject) => ({ subject, visit: 'screening', form: 'vs', values: { vsdate: '2025-12-15', sbp: '240', dbp: '80', hr: '70' } })) },
     });
@@ -52,12 +56,12 @@ describe('privacy of the read calls (with every answer of the run scanned)', () 
   it('returns no private attribute in any read call, filter, page, language or removal', async () => {
     const knex = app.db.knex;
     const base = '/api/v1/studies/PRIV';
-    const watermark = (await app.call('GET', `${base}/patients`, { key: world.key })).body.watermark;
+    const watermark = (await app.call<AnswerOf<'listPatients', 200>>('GET', `${base}/patients`, { key: world.key })).body.watermark;
     await inTransaction(knex, (s) => recordConsent(s, operator, { study: 'PRIV', subject: '01-002', change: { withdrawn: '2026-02-01', dataUse: true } }));
     const pages: Record<string, unknown>[] = [];
     const answers: string[] = [];
     const read = async (path: string) => {
-      const res = await app.call('GET', path, { key: world.key });
+      const res = await app.call<ReadPage>('GET', path, { key: world.key });
       expect(res.status).to.be.oneOf([200, 400]);
       answers.push(JSON.stringify(res.body));
       if (res.status === 200) pages.push(res.body);

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { createStudyWorld, giveConsent, makeBlindedKey, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
+import { at, only, present } from '../helpers/only.js';
 import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase } from '../helpers/testDatabase.js';
 
@@ -11,7 +13,11 @@ import { resetDatabase } from '../helpers/testDatabase.js';
  * and the refusals: rights, sites, blinding, consent, states, empty texts, and the Russian message.
  */
 
-type Row = Record<string, any>;
+type Query = AnswerOf<'listQueries', 200>['queries'][number];
+type AuditRow = AnswerOf<'listAuditTrail', 200>['audit'][number];
+type RecordResult = AnswerOf<'submitFormRecords', 200>['results'][number];
+/** A request body the test builds, right or deliberately wrong. */
+type Body = Record<string, unknown>;
 
 describe('queryThreads', () => {
   let app: TestApp;
@@ -21,43 +27,46 @@ describe('queryThreads', () => {
 
   const base = '/api/v1/studies/DEMO';
   const answer = (id: number, key: string, body: unknown, headers: Record<string, string> = {}) =>
-    app.call('POST', `${base}/queries/${id}/answers`, { key, body, headers });
-  const close = (id: number, key: string, body: unknown) => app.call('POST', `${base}/queries/${id}/close`, { key, body });
-  const raise = (key: string, body: Row) => app.call('POST', `${base}/queries`, { key, body });
+    app.call<AnswerOf<'answerQuery', 201>>('POST', `${base}/queries/${id}/answers`, { key, body, headers });
+  const close = (id: number, key: string, body: unknown) => app.call<AnswerOf<'closeQuery', 200>>('POST', `${base}/queries/${id}/close`, { key, body });
+  const raise = (key: string, body: Body) => app.call<AnswerOf<'openQuery', 201>>('POST', `${base}/queries`, { key, body });
 
-  async function queriesOf(subject: string, key = world.key): Promise<Row[]> {
-    const res = await app.call('GET', `${base}/queries?subject=${subject}`, { key });
+  async function queriesOf(subject: string, key = world.key): Promise<Query[]> {
+    const res = await app.call<AnswerOf<'listQueries', 200>>('GET', `${base}/queries?subject=${subject}`, { key });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body.queries;
   }
 
-  async function auditOf(subject: string): Promise<Row[]> {
-    const res = await app.call('GET', `${base}/audit?subject=${subject}&limit=1000`, { key: world.key });
+  async function auditOf(subject: string): Promise<AuditRow[]> {
+    const res = await app.call<AnswerOf<'listAuditTrail', 200>>('GET', `${base}/audit?subject=${subject}&limit=1000`, { key: world.key });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body.audit;
   }
 
-  async function send(key: string, records: Row[]): Promise<Row[]> {
-    const res = await app.call('POST', `${base}/records`, { key, body: { records } });
+  async function send(key: string, records: Body[]): Promise<RecordResult[]> {
+    const res = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { key, body: { records } });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     return res.body.results;
   }
 
   async function enrol(site: string): Promise<string> {
-    const res = await app.call('POST', `${base}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-03-01' } });
+    const res = await app.call<AnswerOf<'createPatient', 201>>('POST', `${base}/patients`, { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-03-01' } });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     await giveConsent(app.db.knex, 'DEMO', res.body.subject, '2026-02-01');
     return res.body.subject;
   }
 
+  /** A refusal's body, which the test app has checked against the spec's Problem. */
+  const refusal = (res: Reply) => res.body as Problem;
   /** The problem's code, pointers and detail: what a client acts on. */
-  const problem = (res: Reply) => ({ status: res.status, code: res.body.code, pointers: [...new Set((res.body.errors ?? []).map((e: Row) => e.pointer))] });
+  const problem = (res: Reply) => ({ status: res.status, code: refusal(res).code, pointers: [...new Set((refusal(res).errors ?? []).map((e) => e.pointer))] });
+  /** The message of a refusal's first field error. */
+  const firstMessage = (res: Reply) => at(refusal(res).errors ?? [], 0, 'the errors').message;
 
   /** The automatic sbp query of a patient, as the world's key reads it. */
-  async function sbpQuery(subject: string): Promise<Row> {
+  async function sbpQuery(subject: string): Promise<Query> {
     const query = (await queriesOf(subject)).find((q) => q.field === 'sbp' && q.origin === 'range');
-    expect(query, `sbp query of ${subject}`).to.not.equal(undefined);
-    return query!;
+    return present(query, `the sbp query of ${subject}`);
   }
 
   before(async () => {
@@ -82,8 +91,8 @@ describe('queryThreads', () => {
   after(() => app.close());
 
   describe('a key answers an automatic query', () => {
-    let query: Row;
-    let answered: Reply;
+    let query: Query;
+    let answered: Reply<AnswerOf<'answerQuery', 201>>;
 
     before(async () => {
       query = await sbpQuery('01-001');
@@ -95,7 +104,7 @@ describe('queryThreads', () => {
       expect(answered.body).to.deep.include({ id: query.id, status: 'answered', origin: 'range', closed_by: null, close_reason: null });
       expect(answered.body.opened_by).to.deep.equal({ kind: 'system', name: 'Ward LIMS (API)' });
       expect(answered.body.answers).to.have.length(1);
-      expect(answered.body.answers[0]).to.deep.include({ text: 'Confirmed against the source: 232 mmHg, repeated twice.', author: { kind: 'api_key', name: 'Ward LIMS (API)' } });
+      expect(at(answered.body.answers, 0)).to.deep.include({ text: 'Confirmed against the source: 232 mmHg, repeated twice.', author: { kind: 'api_key', name: 'Ward LIMS (API)' } });
       expect(Date.parse(answered.body.updated_at)).to.be.above(Date.parse(query.updated_at));
     });
 
@@ -109,7 +118,7 @@ describe('queryThreads', () => {
       expect(row).to.deep.include({
         author: 'Ward LIMS (API)', field: 'sbp', visit: 'screening', form: 'vs', new_value: 'Confirmed against the source: 232 mmHg, repeated twice.',
       });
-      expect(row!.details).to.deep.equal({ query_id: query.id, answer_id: answered.body.answers[0].id });
+      expect(present(row, 'the query.answered row').details).to.deep.equal({ query_id: query.id, answer_id: at(answered.body.answers, 0).id });
     });
 
     it('an answered automatic query may be closed by any writer of its site, with its reason kept', async () => {
@@ -120,21 +129,21 @@ describe('queryThreads', () => {
       expect((await queriesOf('01-001')).find((q) => q.id === query.id)).to.deep.equal(closed.body);
       const row = (await auditOf('01-001')).find((a) => a.action === 'query.closed');
       expect(row).to.deep.include({ author: 'Sponsor CTMS (API)', field: 'sbp' });
-      expect(row!.reason).to.equal('Data sent through the API key "Sponsor CTMS": Value confirmed by the site.');
+      expect(present(row, 'the query.closed row').reason).to.equal('Data sent through the API key "Sponsor CTMS": Value confirmed by the site.');
     });
 
     it('a closed query takes no answer and no second closing (409 query_closed)', async () => {
       const again = await answer(query.id, keys.lab, { text: 'One more thing.' });
       expect(problem(again)).to.deep.equal({ status: 409, code: 'query_closed', pointers: [] });
-      expect(again.body.detail).to.equal(`Query ${query.id} is closed; it takes no answer and cannot be closed again.`);
+      expect(refusal(again).detail).to.equal(`Query ${query.id} is closed; it takes no answer and cannot be closed again.`);
       expect(problem(await close(query.id, keys.sponsor, { reason: 'Twice.' }))).to.deep.equal({ status: 409, code: 'query_closed', pointers: [] });
     });
 
     it('says so in Russian with lang=ru', async () => {
       const res = await app.call('POST', `${base}/queries/${query.id}/answers?lang=ru`, { key: keys.lab, body: { text: 'Ещё раз.' } });
       expect(res.status).to.equal(409);
-      expect(res.body.title).to.equal('Запрос закрыт');
-      expect(res.body.detail).to.equal(`Запрос ${query.id} закрыт: на него нельзя ответить и его нельзя закрыть снова.`);
+      expect(refusal(res).title).to.equal('Запрос закрыт');
+      expect(refusal(res).detail).to.equal(`Запрос ${query.id} закрыт: на него нельзя ответить и его нельзя закрыть снова.`);
     });
   });
 
@@ -142,16 +151,16 @@ describe('queryThreads', () => {
     it('closes with the service as closer and the correction as reason', async () => {
       const query = await sbpQuery('01-002');
       expect((await answer(query.id, keys.lab, { text: 'Typo, will correct.' })).status).to.equal(201);
-      const [result] = await send(keys.lab, [{ subject: '01-002', visit: 'screening', form: 'vs', values: { sbp: '131' }, update: true }]);
+      const result = only(await send(keys.lab, [{ subject: '01-002', visit: 'screening', form: 'vs', values: { sbp: '131' }, update: true }]));
       expect(result.code).to.equal('saved');
-      const read = (await queriesOf('01-002')).find((q) => q.id === query.id)!;
+      const read = present((await queriesOf('01-002')).find((q) => q.id === query.id), `query ${query.id}`);
       expect(read).to.deep.include({ status: 'closed', closed_by: { kind: 'system', name: 'Ward LIMS (API)' }, close_reason: 'The value that caused the query was corrected.' });
-      expect(read.answers.map((a: Row) => a.text)).to.deep.equal(['Typo, will correct.']);
+      expect(read.answers.map((a) => a.text)).to.deep.equal(['Typo, will correct.']);
     });
   });
 
   describe('a key raises a query and closes it', () => {
-    let raised: Reply;
+    let raised: Reply<AnswerOf<'openQuery', 201>>;
 
     before(async () => {
       raised = await raise(keys.sponsor, { subject: '01-001', visit: 'screening', form: 'dm', field: 'height', message: 'Height 165.5 cm: please check the unit.' });
@@ -169,7 +178,7 @@ describe('queryThreads', () => {
     it('another key may not close it while it is open and unanswered (409 query_not_closable)', async () => {
       const res = await close(raised.body.id, keys.lab, { reason: 'Not mine to close.' });
       expect(problem(res)).to.deep.equal({ status: 409, code: 'query_not_closable', pointers: [] });
-      expect(res.body.detail).to.equal(`Query ${raised.body.id} is open and was raised by someone else; it can be closed once it is answered.`);
+      expect(refusal(res).detail).to.equal(`Query ${raised.body.id} is open and was raised by someone else; it can be closed once it is answered.`);
     });
 
     it('the key that raised it closes it (200), and both steps are in the queries read and the audit read', async () => {
@@ -182,11 +191,11 @@ describe('queryThreads', () => {
         ['query.opened', 'Sponsor CTMS (API)', 'height', 'Height 165.5 cm: please check the unit.'],
         ['query.closed', 'Sponsor CTMS (API)', 'height', null],
       ]);
-      expect(rows[1].reason).to.equal('Data sent through the API key "Sponsor CTMS": Raised in error.');
+      expect(at(rows, 1).reason).to.equal('Data sent through the API key "Sponsor CTMS": Raised in error.');
     });
 
     it('a table cell of a saved row is a place too; a row the form does not hold is not', async () => {
-      expect((await send(keys.lab, [{ subject: '01-001', visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Hypertension', ongoing: 'yes' }] } }]))[0].status).to.equal('ok');
+      expect((await send(keys.lab, [{ subject: '01-001', visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Hypertension', ongoing: 'yes' }] } }]).then((results) => at(results, 0))).status).to.equal('ok');
       const cell = await raise(keys.lab, { subject: '01-001', visit: 'screening', form: 'mh', field: 'conditions[0].term', message: 'Onset date missing?' });
       expect(cell.status, JSON.stringify(cell.body)).to.equal(201);
       expect(cell.body.field).to.equal('conditions[0].term');
@@ -196,8 +205,8 @@ describe('queryThreads', () => {
   });
 
   describe('refusals', () => {
-    let siteOneQuery: Row;
-    let blindedQuery: Row;
+    let siteOneQuery: Query;
+    let blindedQuery: Query;
 
     before(async () => {
       const onSiteOne = await raise(world.key, { subject: '01-003', visit: 'screening', form: 'vs', field: 'hr', message: 'Heart rate: please confirm.' });
@@ -220,12 +229,12 @@ describe('queryThreads', () => {
       const other = await answer(siteOneQuery.id, keys.siteTwo, { text: 'Seen.' });
       const none = await answer(987654, keys.siteTwo, { text: 'Seen.' });
       expect(problem(other)).to.deep.equal({ status: 404, code: 'query_not_found', pointers: [] });
-      const shape = (res: Reply, id: number) => ({ ...res.body, request_id: '', detail: res.body.detail.replace(String(id), '<id>') });
+      const shape = (res: Reply, id: number) => ({ ...refusal(res), request_id: '', detail: present(refusal(res).detail, 'the detail').replace(String(id), '<id>') });
       expect(shape(other, siteOneQuery.id)).to.deep.equal(shape(none, 987654));
       expect(problem(await close(siteOneQuery.id, keys.siteTwo, { reason: 'x' }))).to.deep.equal({ status: 404, code: 'query_not_found', pointers: [] });
       const otherSubject = await raise(keys.siteTwo, { subject: '01-003', visit: 'screening', form: 'vs', field: 'sbp', message: 'x' });
       expect(problem(otherSubject)).to.deep.equal({ status: 422, code: 'query_place_unknown', pointers: ['/subject'] });
-      expect(otherSubject.body.errors[0].message).to.equal('There is no patient "01-003" at the sites of this API key.');
+      expect(firstMessage(otherSubject)).to.equal('There is no patient "01-003" at the sites of this API key.');
     });
 
     it('a query id beyond what the database can hold is a bad parameter (400), never a database error', async () => {
@@ -239,7 +248,7 @@ describe('queryThreads', () => {
       expect(problem(await close(blindedQuery.id, keys.blinded, { reason: 'x' }))).to.deep.equal({ status: 404, code: 'query_not_found', pointers: [] });
       const raised = await raise(keys.blinded, { subject: '01-001', visit: 'baseline', form: 'ip_alloc', field: 'arm', message: 'x' });
       expect(problem(raised)).to.deep.equal({ status: 422, code: 'query_place_unknown', pointers: ['/form'] });
-      expect(raised.body.errors[0].message).to.equal('The study has no form "ip_alloc".');
+      expect(firstMessage(raised)).to.equal('The study has no form "ip_alloc".');
     });
 
     it('empty or blank texts and a missing reason are refused (422 invalid_body), and nothing is written', async () => {
@@ -267,7 +276,7 @@ describe('queryThreads', () => {
       ] as const) {
         const res = await raise(keys.lab, { ...place, ...change });
         expect(problem(res), JSON.stringify(change)).to.deep.equal({ status: 422, code: 'query_place_unknown', pointers: [pointer] });
-        expect(res.body.errors[0].message).to.equal(message);
+        expect(firstMessage(res)).to.equal(message);
       }
     });
 
@@ -287,8 +296,8 @@ describe('queryThreads', () => {
       expect(retry.status).to.equal(201);
       expect(retry.headers.get('idempotent-replayed')).to.equal('true');
       expect(retry.body).to.deep.equal(first.body);
-      const read = (await queriesOf('01-003')).find((q) => q.id === siteOneQuery.id)!;
-      expect(read.answers.filter((a: Row) => a.text === 'Sent once, retried.')).to.have.length(1);
+      const read = present((await queriesOf('01-003')).find((q) => q.id === siteOneQuery.id), `query ${siteOneQuery.id}`);
+      expect(read.answers.filter((a) => a.text === 'Sent once, retried.')).to.have.length(1);
     });
   });
 });

@@ -46,7 +46,7 @@ describe('README: the walk-through with curl runs as written', () => {
   before(async function () {
     this.timeout(120_000);
     await resetDatabase((await testDatabase()).knex);
-    ({ key } = await sdx('demo') as { key: string });
+    ({ key } = await sdx<{ key: string }>('demo'));
     service = await startServiceProcess({});
     out = await mkdtemp(path.join(os.tmpdir(), 'sdx-readme-'));
   });

@@ -126,7 +126,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
       let refused: unknown;
       await assertMatchesSpec('listPatients', 200, 'application/json', leaky).catch((e) => { refused = e; });
       expect(String(refused)).to.match(/breaks the spec.*additionalProperties/);
-      const problem = await app.call('GET', `/api/v1/studies/${world.code}`);
+      const problem = await app.call<Problem>('GET', `/api/v1/studies/${world.code}`);
       refused = undefined;
       await assertMatchesSpec('getStudyDesign', 401, 'application/problem+json', { ...problem.body, stack: 'Error at x.ts:1' }).catch((e) => { refused = e; });
       expect(String(refused)).to.match(/problem body breaks the spec/);

@@ -115,6 +115,31 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
     expect(trail.every((r, i) => i === 0 || r.position > at(trail, i - 1).position)).to.equal(true);
   });
 
+  it('answers the automatic query, raises a query of its own and closes it, and reads both threads back', async () => {
+    const open = await readRows(client, world.code, 'queries', { status: 'open', subject: '01-001' }).next();
+    const automatic = open.value as Row<'queries'>;
+    const answered = unwrap(await client.POST('/api/v1/studies/{study_code}/queries/{query_id}/answers', {
+      params: { path: { study_code: world.code, query_id: automatic.id } }, body: { text: 'Confirmed against the source document.' },
+    }));
+    expect(answered).to.deep.include({ id: automatic.id, status: 'answered' });
+    expect(answered.answers.map((a) => [a.text, a.author.kind])).to.deep.equal([['Confirmed against the source document.', 'api_key']]);
+    const raised = unwrap(await client.POST('/api/v1/studies/{study_code}/queries', {
+      ...path(world.code), body: { subject: '01-001', visit: 'screening', form: 'vs', field: 'weight', message: 'Weight 81.5 kg: was it measured without shoes?' },
+    }));
+    expect(raised).to.deep.include({ status: 'open', origin: 'manual', field: 'weight' });
+    const closed = unwrap(await client.POST('/api/v1/studies/{study_code}/queries/{query_id}/close', {
+      params: { path: { study_code: world.code, query_id: raised.id } }, body: { reason: 'Checked on the ward: without shoes.' },
+    }));
+    expect(closed).to.deep.include({ status: 'closed', close_reason: 'Checked on the ward: without shoes.' });
+    const notAllowed = await client.POST('/api/v1/studies/{study_code}/queries/{query_id}/close', {
+      params: { path: { study_code: world.code, query_id: raised.id } }, body: { reason: 'Again.' },
+    });
+    expect(() => unwrap(notAllowed)).to.throw(SdxApiError).with.property('code', 'query_closed');
+    const trail: Row<'audit'>[] = [];
+    for await (const row of readRows(client, world.code, 'audit', { subject: '01-001' })) trail.push(row);
+    expect(trail.map((r) => r.action)).to.include.members(['query.answered', 'query.opened', 'query.closed']);
+  });
+
   it('chains incremental loads on the stored watermark: upserts changed rows by id and deletes removed patients', async () => {
     const store = memoryWatermarkStore();
     const copy = new Map<string, Row<'records'>>();
@@ -262,9 +287,9 @@ describe('the typed client (clients/typescript) through the contract proxy', () 
       expect(calls).to.equal(1);
 
       let tries = 0;
-      const down = await withIdempotentRetries(async () => {
+      const down = await withIdempotentRetries(() => {
         tries++;
-        throw new TypeError('fetch failed');
+        return Promise.reject(new TypeError('fetch failed'));
       }, { attempts: 3, sleep: () => Promise.resolve() }).catch((e: unknown) => e);
       expect(down).to.be.instanceOf(TypeError);
       expect(tries).to.equal(3);

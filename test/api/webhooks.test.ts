@@ -12,17 +12,26 @@ import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { sdx } from '../helpers/sdxCli.js';
 import { until } from '../helpers/serviceActivity.js';
 import { startServiceProcess } from '../helpers/serviceProcess.js';
+import { at, present } from '../helpers/only.js';
 import { assertWebhookMatchesSpec } from '../helpers/specValidation.js';
+import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { resetDatabase, testConfig } from '../helpers/testDatabase.js';
 import { startReceiver, type Received, type WebhookReceiver } from '../helpers/webhookReceiver.js';
 
 const INSECURE = { allowInsecure: true };
 const SECURE = { allowInsecure: false };
-const resolveNowhere: ResolveHost = async () => [];
+const resolveNowhere: ResolveHost = () => Promise.resolve([]);
 
 /** The event id a delivery carries in `webhook-id` (`evt_<n>`). */
-const eventIdOf = (r: Received) => Number(r.headers['webhook-id'].slice('evt_'.length));
+const eventIdOf = (r: Received) => Number(present(r.headers['webhook-id'], 'the webhook-id header').slice('evt_'.length));
+
+/** What `sdx webhook add` prints: the subscription, with its secret shown this once. */
+interface AddedSubscription { id: number; secret: string }
+
+/** A count(*) row as the pg driver returns it. */
+type CountRow = { n: string | number };
+const countOf = (rows: readonly CountRow[]) => Number(at(rows, 0, 'the count rows').n);
 
 describe('webhooks', function () {
   this.timeout(180_000);
@@ -75,7 +84,7 @@ describe('webhooks', function () {
   const vitals = (subject: string, instance: number, values: Record<string, string> = { vsdate: '2026-02-01', sbp: '121', dbp: '79', hr: '67' }) =>
     ({ subject, visit: 'unscheduled', form: 'vs', instance, values });
 
-  const arrived = (path: string, count: number, ms = 10_000) => until(async () => receiver.received.filter((r) => r.path === path).length >= count, `${count} webhooks at ${path}`, ms);
+  const arrived = (path: string, count: number, ms = 10_000) => until(() => Promise.resolve(receiver.received.filter((r) => r.path === path).length >= count), `${count} webhooks at ${path}`, ms);
 
   it('sends patient.enrolled and record.saved to a local receiver within 2 s, signed so that standardwebhooks verifies them, naming codes but no value', async () => {
     startWorker();
@@ -83,12 +92,13 @@ describe('webhooks', function () {
     // Each event arrives within 2 s of the answer to the call that committed it.
     const subject = await enrol();
     await arrived('/hook', 1, 2_000);
-    const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [vitals(subject, 1)] } });
+    const res = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [vitals(subject, 1)] } });
     expect(res.status).to.equal(200);
-    expect(res.body.results[0].status).to.equal('ok');
+    expect(at(res.body.results, 0).status).to.equal('ok');
     await arrived('/hook', 2, 2_000);
 
-    const [enrolled, saved] = receiver.received;
+    const enrolled = at(receiver.received, 0);
+    const saved = at(receiver.received, 1);
     for (const r of [enrolled, saved]) {
       // Throws on a wrong signature, id or timestamp.
       expect(new Webhook(secret).verify(r.text, r.headers)).to.deep.equal(r.body);
@@ -110,7 +120,7 @@ describe('webhooks', function () {
   it('writes no event for a change that was rolled back, nor for a records call refused whole', async () => {
     await subscribe('/hook', ['patient.enrolled', 'record.saved']);
     const subject = await enrol();
-    const events = async () => Number((await knex('webhook_events').count({ n: '*' }))[0].n);
+    const events = async () => countOf(await knex('webhook_events').count<CountRow[]>({ n: '*' }));
     expect(await events()).to.equal(1);
     // The enrolment use case publishes its event, then its transaction fails: the event goes with it.
     const rolledBack = inTransaction(knex, async (s) => {
@@ -127,7 +137,7 @@ describe('webhooks', function () {
       throw new Error('the change fails after its event was written');
     });
     await rolledBack.then(() => expect.fail('the transaction should have failed'), (error: Error) => expect(error.message).to.include('fails after'));
-    const refused = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [vitals(subject, 1), { ...vitals(subject, 2), visit: 'nowhere' }] } });
+    const refused = await app.call<Problem>('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [vitals(subject, 1), { ...vitals(subject, 2), visit: 'nowhere' }] } });
     expect(refused.status).to.equal(422);
     expect(refused.body.code).to.equal('unknown_form_or_visit');
     expect(await events()).to.equal(1);
@@ -153,11 +163,11 @@ describe('webhooks', function () {
     await arrived('/flaky', 4, 15_000);
     const seen = receiver.received.map((r) => [r.headers['webhook-id'], r.body.data.subject]);
     expect(seen.map(([, subject]) => subject)).to.deep.equal([first, first, second, third]);
-    expect(seen[0][0]).to.equal(seen[1][0]);
+    expect(at(seen, 0)[0]).to.equal(at(seen, 1)[0]);
     // The retry waited for the backoff (5 s less the jitter), and the later events waited for it.
-    expect(receiver.received[1].at - receiver.received[0].at).to.be.at.least(4_000);
-    const log = await sdx('webhook', 'deliveries', world.code, String(id));
-    expect(log.deliveries.map((d: any) => [d.type, d.status, d.attempts, d.http_status])).to.deep.equal([
+    expect(at(receiver.received, 1).at - at(receiver.received, 0).at).to.be.at.least(4_000);
+    const log = await sdx<{ deliveries: { type: string; status: string; attempts: number; http_status: number | null }[] }>('webhook', 'deliveries', world.code, String(id));
+    expect(log.deliveries.map((d) => [d.type, d.status, d.attempts, d.http_status])).to.deep.equal([
       ['patient.enrolled', 'delivered', 1, 200], ['patient.enrolled', 'delivered', 1, 200], ['patient.enrolled', 'delivered', 2, 200],
     ]);
   });
@@ -195,8 +205,8 @@ describe('webhooks', function () {
     expect(await refusal('https://[::ffff:192.168.1.1]/hook')).to.equal('webhook_url_refused/not_public');
     expect(await refusal('https://user:pw@example.org/hook')).to.equal('webhook_url_refused/credentials');
     expect(await refusal('not a url')).to.equal('webhook_url_refused/not_a_url');
-    expect(await refusal('https://hooks.example.org/x', async () => ['93.184.215.14', '192.168.0.7'])).to.equal('webhook_url_refused/not_public');
-    expect(await refusal('https://hooks.example.org/x', async () => ['93.184.215.14'])).to.equal('accepted');
+    expect(await refusal('https://hooks.example.org/x', () => Promise.resolve(['93.184.215.14', '192.168.0.7']))).to.equal('webhook_url_refused/not_public');
+    expect(await refusal('https://hooks.example.org/x', () => Promise.resolve(['93.184.215.14']))).to.equal('accepted');
     const events = await inTransaction(knex, (s) => addSubscription(s, operator, { study: world.code, url: 'https://hooks.example.org/y', events: ['record.sent'] }, SECURE, resolveNowhere))
       .catch((error: { code: string }) => error.code);
     expect(events).to.equal('webhook_events_invalid');
@@ -214,19 +224,19 @@ describe('webhooks', function () {
   it('manages subscriptions with sdx webhook: add shows the secret once, list, deliveries, remove', async () => {
     process.env.WEBHOOKS_ALLOW_INSECURE = '1';
     try {
-      const added = await sdx('webhook', 'add', world.code, '--url', `${receiver.url}/cli`, '--events', 'patient.enrolled,consent.withdrawn');
+      const added = await sdx<AddedSubscription>('webhook', 'add', world.code, '--url', `${receiver.url}/cli`, '--events', 'patient.enrolled,consent.withdrawn');
       expect(added).to.deep.include({ study: world.code, url: `${receiver.url}/cli`, events: ['patient.enrolled', 'consent.withdrawn'], state: 'active', unblinded: false });
       expect(added.secret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/);
-      const listed = await sdx('webhook', 'list', world.code);
+      const listed = await sdx<{ subscriptions: unknown[] }>('webhook', 'list', world.code);
       expect(listed.subscriptions).to.have.length(1);
       expect(JSON.stringify(listed)).not.to.include(added.secret);
-      const refused = await sdx('webhook', 'remove', world.code, '999');
+      const refused = await sdx<{ error: { code: string } }>('webhook', 'remove', world.code, '999');
       expect(refused.error.code).to.equal('webhook_not_found');
       expect(await sdx('webhook', 'remove', world.code, String(added.id))).to.deep.equal({ study: world.code, id: added.id, state: 'removed' });
-      expect((await sdx('webhook', 'list', world.code)).subscriptions).to.deep.equal([]);
+      expect((await sdx<{ subscriptions: unknown[] }>('webhook', 'list', world.code)).subscriptions).to.deep.equal([]);
       // A removed subscription is owed nothing more.
       await enrol();
-      expect(Number((await knex('webhook_deliveries').count({ n: '*' }))[0].n)).to.equal(0);
+      expect(countOf(await knex('webhook_deliveries').count<CountRow[]>({ n: '*' }))).to.equal(0);
     } finally {
       delete process.env.WEBHOOKS_ALLOW_INSECURE;
     }
@@ -241,23 +251,23 @@ describe('webhooks', function () {
       expect(res.status).to.equal(200);
     }
     // Instances continue across the two calls only as far as new ones go: count what was saved.
-    const pending = Number((await knex('webhook_deliveries').whereNull('delivered_at').count({ n: '*' }))[0].n);
+    const pending = countOf(await knex('webhook_deliveries').whereNull('delivered_at').count<CountRow[]>({ n: '*' }));
     expect(pending).to.be.at.least(1_000);
     answer = async () => { await new Promise((r) => setTimeout(r, 2)); return 200; };
     const env = { WEBHOOKS_ALLOW_INSECURE: '1', WEBHOOK_POLL_MS: '200' };
     const first = await startServiceProcess(env);
-    await until(async () => receiver.received.length >= 200, 'the first process to deliver some events');
+    await until(() => Promise.resolve(receiver.received.length >= 200), 'the first process to deliver some events');
     first.kill('SIGKILL');
     await first.exited;
     const beforeSecond = receiver.received.length;
     expect(beforeSecond).to.be.below(pending);
     const second = await startServiceProcess(env);
     try {
-      await until(async () => Number((await knex('webhook_deliveries').whereNull('delivered_at').count({ n: '*' }))[0].n) === 0, 'every delivery', 120_000);
+      await until(async () => countOf(await knex('webhook_deliveries').whereNull('delivered_at').count<CountRow[]>({ n: '*' })) === 0, 'every delivery', 120_000);
     } finally {
       await second.stop();
     }
-    const owed = await knex('webhook_deliveries as d').join('webhook_subscriptions as s', 's.id', 'd.subscription_id').orderBy('d.event_id').select('s.url', 'd.event_id');
+    const owed = await knex('webhook_deliveries as d').join('webhook_subscriptions as s', 's.id', 'd.subscription_id').orderBy('d.event_id').select<{ url: string; event_id: string | number }[]>('s.url', 'd.event_id');
     for (const path of ['/k1', '/k2']) {
       const expected = owed.filter((d) => d.url.endsWith(path)).map((d) => Number(d.event_id));
       const got = receiver.received.filter((r) => r.path === path).map(eventIdOf);

@@ -14,6 +14,7 @@ interface Content { content?: Record<string, { examples?: Examples }> }
 interface Operation { operationId: string; summary: string; parameters?: Parameter[]; requestBody?: Content; responses: Record<string, Content & { $ref?: string }> }
 interface Spec {
   paths: Record<string, Record<string, unknown> & { parameters?: Parameter[] }>;
+  webhooks: Record<string, Record<string, unknown> & { parameters?: Parameter[] }>;
   components: {
     schemas: Record<string, unknown>;
     parameters: Record<string, { name: string }>;
@@ -32,8 +33,8 @@ function exampleLabels(examples: Examples = {}): string[] {
   return Object.entries(examples).map(([name, e]) => (e.$ref ? present(spec.components.examples[lastSegment(e.$ref)], e.$ref).summary : e.summary) ?? name);
 }
 
-/** Every operation of the spec with the names of all its parameters, the path's own included. */
-const operations = Object.values(spec.paths).flatMap((item) =>
+/** Every operation of the spec, its webhooks (the events it sends) included, with the names of all its parameters, the path's own included. */
+const operations = [...Object.values(spec.paths), ...Object.values(spec.webhooks)].flatMap((item) =>
   METHODS.filter((m) => item[m]).map((m) => {
     const op = item[m] as Operation;
     return { op, parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])].map(parameterName) };
@@ -68,7 +69,7 @@ describe('getApiDocs in Chromium', function () {
     await app?.close();
   });
 
-  it('renders every operation of the spec with its summary, every parameter and every response status', async () => {
+  it('renders every operation and every webhook of the spec with its summary, every parameter and every response status', async () => {
     const shown = await page.locator('.opblock .opblock-summary-operation-id').allTextContents();
     expect(shown.map((s) => s.trim())).to.have.members(operations.map((o) => o.op.operationId));
     for (const { op, parameters } of operations) {

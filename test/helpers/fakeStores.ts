@@ -22,7 +22,7 @@ function notFaked(name: string): never {
   throw new Error(`fakeStores: ${name} is not faked; add it to test/helpers/fakeStores.ts when a use case needs it`);
 }
 
-export class FakeStudyStore implements StudyStore {
+class FakeStudyStore implements StudyStore {
   readonly rows: Study[] = [];
   private nextId = 1;
 
@@ -69,7 +69,7 @@ export class FakeStudyStore implements StudyStore {
   }
 }
 
-export class FakePatientStore implements PatientStore {
+class FakePatientStore implements PatientStore {
   readonly rows: Patient[] = [];
   /** Consent records by patient id, oldest first. */
   readonly consents = new Map<number, Consent[]>();
@@ -107,9 +107,9 @@ export class FakePatientStore implements PatientStore {
   }
 }
 
-export type FakeRecord = StoredRecord & { studyId: number; siteId: number; source: string };
+type FakeRecord = StoredRecord & { studyId: number; siteId: number; source: string };
 
-export class FakeRecordStore implements RecordStore {
+class FakeRecordStore implements RecordStore {
   readonly rows: FakeRecord[] = [];
   private nextId = 1;
 
@@ -133,9 +133,9 @@ export class FakeRecordStore implements RecordStore {
   }
 }
 
-export type FakeQuery = NewQuery & { id: number; status: 'open' | 'closed' };
+type FakeQuery = NewQuery & { id: number; status: 'open' | 'closed' };
 
-export class FakeQueryStore implements QueryStore {
+class FakeQueryStore implements QueryStore {
   readonly rows: FakeQuery[] = [];
 
   async openForRecords(recordIds: number[]) {
@@ -168,7 +168,7 @@ export class FakeQueryStore implements QueryStore {
   }
 }
 
-export class FakeAuditStore implements AuditStore {
+class FakeAuditStore implements AuditStore {
   readonly entries: AuditEntry[] = [];
 
   async append(entries: AuditEntry[]): Promise<void> {
@@ -185,7 +185,7 @@ export class FakeAuditStore implements AuditStore {
 }
 
 /** The outbox as a list: what a use case published, in order. */
-export class FakeWebhookStore implements WebhookStore {
+class FakeWebhookStore implements WebhookStore {
   readonly published: NewWebhookEvent[] = [];
 
   async publish(events: NewWebhookEvent[]): Promise<void> {

@@ -12,7 +12,7 @@ export interface PortalReply {
   location: string | null;
 }
 
-export function csrfTokenOf(html: string): string | undefined {
+function csrfTokenOf(html: string): string | undefined {
   return /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
 }
 

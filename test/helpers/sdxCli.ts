@@ -10,7 +10,7 @@ const run = promisify(execFile);
  * Runs the real command line (`sdx … --json`) on the suite's database and parses its one JSON object,
  * printed whether the command succeeded or failed.
  */
-export async function sdx<T = any>(...args: string[]): Promise<T> {
+export async function sdx<T = unknown>(...args: string[]): Promise<T> {
   const { stdout } = await run('node', ['--import', 'tsx', 'scripts/sdx.ts', ...args, '--json'], { env: { ...process.env, ...testEnv } })
     .catch((failed: { stdout: string }) => failed);
   const lines = stdout.trim().split('\n');

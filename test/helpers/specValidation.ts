@@ -36,7 +36,9 @@ export function assertWebhookMatchesSpec(body: { type: string }): void {
   const webhooks = (loadSpec() as { webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> } } }> }).webhooks;
   const declared = webhooks[type];
   if (!declared) throw new Error(`the spec declares no webhook ${type}`);
-  const validate = specAjv().compile({ $ref: `spec${declared.post.requestBody.content['application/json'].schema.$ref}` });
+  const json = declared.post.requestBody.content['application/json'];
+  if (!json) throw new Error(`the spec's webhook ${type} has no application/json body`);
+  const validate = specAjv().compile({ $ref: `spec${json.schema.$ref}` });
   if (!validate(body)) throw new Error(`webhook ${type} breaks the spec: ${JSON.stringify(validate.errors)}\n${JSON.stringify(body)}`);
 }
 

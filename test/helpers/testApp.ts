@@ -7,7 +7,7 @@ import { scanResponse } from './responseScan.js';
 import { assertMatchesSpec, operationOf } from './specValidation.js';
 import { testConfig, testDatabase } from './testDatabase.js';
 
-export interface Reply<T = any> {
+export interface Reply<T = unknown> {
   status: number;
   headers: Headers;
   body: T;
@@ -25,7 +25,7 @@ export interface CallOptions {
 export interface TestApp {
   db: Database;
   baseUrl: string;
-  call<T = any>(method: string, path: string, options?: CallOptions): Promise<Reply<T>>;
+  call<T = unknown>(method: string, path: string, options?: CallOptions): Promise<Reply<T>>;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStudyWorld } from '../helpers/factories.js';
+import { at, only } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 /** src/db/queries.ts on PostgreSQL (issue 22.2): the thread, the closing, and steps on one query applied one after the other. */
@@ -16,17 +17,17 @@ describe('src/db/queries.ts on PostgreSQL', () => {
     await createStudyWorld(db.knex);
     const stores = createStores(db.knex);
     studyId = (await stores.studies.findByCode('DEMO'))!.id;
-    const siteId = (await stores.studies.sites({ id: studyId }))[0].id;
+    const siteId = at(await stores.studies.sites({ id: studyId }), 0, 'the sites').id;
     const patient = await stores.patients.insert({ studyId, siteId, subject: '01-001', sex: 'female', birthYear: 1970, enrolledOn: '2024-01-01' });
     const ids = await stores.studies.designIds({ id: studyId });
-    const [record] = await stores.records.insertMany([{
+    const record = only(await stores.records.insertMany([{
       patientId: patient.id, visitId: ids.visits.get('screening')!, formId: ids.forms.get('vs')!, instance: 1, studyId, siteId, source: 'api',
       status: 'complete', values: { sbp: '120' }, notDone: {}, tables: {},
-    }]);
-    [queryId] = await stores.queries.insert([{
+    }]), 'the inserted records');
+    queryId = only(await stores.queries.insert([{
       studyId, recordId: record.id, patientId: patient.id, siteId, fieldCode: 'sbp', origin: 'manual', checkCode: null, message: 'Check it.',
       openedBy: 'Sponsor (API)', opener: { type: 'api_key', id: 4 },
-    }]);
+    }]), 'the inserted queries');
   });
 
   it('finds the query for a step with its opener, and nothing in another study', async () => {
@@ -43,7 +44,7 @@ describe('src/db/queries.ts on PostgreSQL', () => {
     const read = await stores.queries.read(queryId);
     expect(read.status).to.equal('answered');
     expect(read.answers.map((a) => [a.id, a.text, a.authorType, a.author])).to.deep.equal([[first, 'First.', 'user', 'Anna'], [second, 'Second.', 'api_key', 'Lab (API)']]);
-    expect(read.answers[0].answeredAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(at(read.answers, 0).answeredAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('a second step waits for the first one\'s transaction (row lock), so the later one sees the query closed', async () => {

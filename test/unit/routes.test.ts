@@ -6,7 +6,7 @@ import { loadSpec, routedDocument } from '../../src/handlers/spec.js';
 
 /** A request as app.ts hands it over: Koa's path, lower-case headers and query. */
 function koaRequest(method: string, address: string): Request {
-  const [path, search = ''] = address.split('?');
+  const [path = '', search = ''] = address.split('?');
   return { method, path, headers: { host: '127.0.0.1' }, query: parseQueryString(search) as Request['query'] };
 }
 
@@ -46,7 +46,7 @@ describe('rememberedRoutes', () => {
     const counting = new Proxy(router, {
       get: (target, name) => (name === 'matchOperation'
         ? (request: Request) => { matches++; return target.matchOperation(request); }
-        : Reflect.get(target, name)),
+        : Reflect.get(target, name) as unknown),
     });
     const operationOf = rememberedRoutes(counting);
     for (let i = 0; i < 3; i++) operationOf(koaRequest('GET', '/api/v1/studies/DEMO'));

@@ -9,6 +9,7 @@ import { WEBHOOK_EVENT_TYPES } from '../../src/domain/webhooks/webhookEvents.js'
 import { loadSpec } from '../../src/handlers/spec.js';
 import { demoDesign } from '../helpers/factories.js';
 import { fakeStores, type FakeStores } from '../helpers/fakeStores.js';
+import { at } from '../helpers/only.js';
 
 describe('webhooks: the rules', () => {
   describe('the spec declares every event the service sends, as operations the handler map leaves out', () => {
@@ -54,7 +55,7 @@ describe('webhooks: the rules', () => {
       stores = fakeStores();
       await loadStudy(stores.studies, demoDesign());
       study = (await stores.studies.findByCode('DEMO'))!;
-      const [site01] = await stores.studies.sites(study);
+      const site01 = at(await stores.studies.sites(study), 0, 'the sites');
       access = { siteIds: [site01.id], unblinded: true };
       const patient = await stores.patients.insert({ studyId: study.id, siteId: site01.id, subject: '01-001', sex: 'female', birthYear: 1970, enrolledOn: '2026-01-02' });
       await stores.patients.insertConsent(patient.id, { givenOn: '2026-01-02', withdrawnOn: null, dataUseWithdrawn: false });

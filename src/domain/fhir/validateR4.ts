@@ -11,7 +11,10 @@
  * definition, compiled lazily on first use and kept for the process, and the places that hold other
  * resources (`contained`, Bundle entries, Parameters) are walked here and validated the same way. That
  * takes about 20–40 ms for the largest fixture once compiled (compiling the ~25 types a Synthea file
- * uses costs about 1 s once; `prepareR4Validator` can pay it at start-up).
+ * uses costs about 1 s once, paid by the first import; `prepareR4Validator` pays it ahead, for the bench's
+ * floor). The service does not compile them at start-up: the schema and its compiled types would add about
+ * 15 MB to every service process, also one that never imports FHIR, such as one serving the exports whose
+ * peak memory issue 23.3 bounds (bench/README.md, "Export memory").
  *
  * Unknown members are ignored rather than refused. FHIR R4 allows it ("Applications MAY choose to
  * ignore unknown properties", https://hl7.org/fhir/R4/json.html), and real files carry them: the

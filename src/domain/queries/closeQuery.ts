@@ -2,7 +2,8 @@ import { actorRef, authorOf, reasonOf, type Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
-import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore } from '../stores.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
+import { queryEvent } from './queryEvent.js';
 import { reachableQuery } from './reachableQuery.js';
 import { closeRefusal, queryText } from './queryRules.js';
 
@@ -13,7 +14,7 @@ import { closeRefusal, queryText } from './queryRules.js';
  * @returns the query as it now is
  */
 export async function closeQuery(
-  stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore; audit: AuditStore },
+  stores: { studies: StudyStore; patients: PatientStore; queries: QueryStore; audit: AuditStore; webhooks: WebhookStore },
   actor: Actor,
   access: WriteAccess,
   study: Study,
@@ -30,6 +31,7 @@ export async function closeQuery(
     action: 'query.closed', patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, reason: reasonOf(actor, reason),
     details: { query_id: query.id },
   })]);
-  // The `query.closed` event (issue 22.5) is recorded here, in this transaction, beside its audit row.
-  return stores.queries.read(query.id);
+  const stepped = await stores.queries.read(query.id);
+  await stores.webhooks.publish([queryEvent(study, 'query.closed', stepped)]);
+  return stepped;
 }

@@ -3,8 +3,9 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { WriteAccess } from '../records/submitRecords.js';
-import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, Study, StudyStore } from '../stores.js';
+import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
+import { queryEvent } from './queryEvent.js';
 import { queryablePlace, queryText } from './queryRules.js';
 
 /** The place a query is raised on, as a client names it (spec, QueryOpening). */
@@ -31,7 +32,7 @@ function unknownPlace(member: string, code: string, params: Record<string, unkno
  * @returns the new query as the read calls show it
  */
 export async function openQuery(
-  stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore },
+  stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; webhooks: WebhookStore },
   actor: Actor,
   access: WriteAccess,
   study: Study,
@@ -58,9 +59,11 @@ export async function openQuery(
     studyId: study.id, recordId: record.id, patientId: patient.id, siteId: patient.siteId, fieldCode: input.field, origin: 'manual',
     checkCode: null, message, openedBy: authorOf(actor), opener: actorRef(actor),
   }]);
+  if (queryId === undefined) throw new Error('the query store gave no id for the query it inserted');
   await stores.audit.append([auditEntry(actor, study.id, {
     action: 'query.opened', patientId: patient.id, recordId: record.id, fieldCode: input.field, newValue: message, details: { query_id: queryId },
   })]);
-  // The `query.opened` event (issue 22.5) is recorded here, in this transaction, beside its audit row.
-  return stores.queries.read(queryId);
+  const stepped = await stores.queries.read(queryId);
+  await stores.webhooks.publish([queryEvent(study, 'query.opened', stepped)]);
+  return stepped;
 }

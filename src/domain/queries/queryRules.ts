@@ -44,7 +44,7 @@ const TABLE_CELL = /^([A-Za-z0-9_]+)\[(\d+)\]\.([A-Za-z0-9_]+)$/;
 export function queryablePlace(form: FormDef, field: string, tables: Record<string, unknown[]>): boolean {
   const cell = TABLE_CELL.exec(field);
   if (!cell) return form.fields.some((f) => f.code === field);
-  const [, table, row, column] = cell;
+  const [, table = '', row, column] = cell;
   const def = form.fields.find((f) => f.code === table);
   return def?.type === 'table' && def.columns.some((c) => c.code === column) && Number(row) < (tables[table]?.length ?? 0);
 }
