@@ -101,7 +101,7 @@ export async function seedBulkStudy(knex: Knex, log: (line: string) => void): Pr
   });
   await knex.raw('analyze records, patients, sites, visits, forms');
   log(`bulk read: ${seeded.value} records seeded in ${(seeded.ms / 1000).toFixed(1)} s`);
-  return { study, bearer: key!.key, total: seeded.value };
+  return { study, bearer: key.key, total: seeded.value };
 }
 
 /** Every page of the records call at limit=1000, following `next` to the end, as a sponsor's full load would; the rows read. */

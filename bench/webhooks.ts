@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { createStores, inTransaction } from '../src/db/stores.js';
 import { addSubscription } from '../src/domain/webhooks/subscriptions.js';
 import type { BenchContext } from './lib/context.js';
+import { at, only } from '../test/helpers/only.js';
 import { expectStatus, request } from './lib/http.js';
 import { summarise, valueBelow, type ScenarioResult } from './lib/results.js';
 import { percentile, round } from './lib/stats.js';
@@ -27,21 +28,22 @@ function vitals(subject: string, instance: number) {
 export async function webhooks(ctx: BenchContext): Promise<ScenarioResult[]> {
   const { knex } = ctx.db;
   const study = await createStudy(knex, demoDesign('WEBHOOKS'));
-  const [{ key }] = await makeKeys(knex, study, 1, 'Bench webhooks');
+  const { key } = only(await makeKeys(knex, study, 1, 'Bench webhooks'), 'the keys');
   const patients = await seedPatients(knex, study, 20, { sex: 'female', birthYear: 1960, enrolledOn: '2026-01-10' });
 
-  const arrivals: { at: number; body: { type: string; timestamp: string } }[] = [];
+  interface EventBody { type: string; timestamp: string }
+  const arrivals: { at: number; body: EventBody }[] = [];
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      arrivals.push({ at: Date.now(), body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      arrivals.push({ at: Date.now(), body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as EventBody });
       res.writeHead(204).end();
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/bench`;
-  const { subscription } = await inTransaction(knex, (s) => addSubscription(s, operator, { study: study.code, url, events: ['record.saved'] }, { allowInsecure: true }, async () => []));
+  const { subscription } = await inTransaction(knex, (s) => addSubscription(s, operator, { study: study.code, url, events: ['record.saved'] }, { allowInsecure: true }, () => Promise.resolve([])));
 
   // The receiver is on the loopback interface: only this service process may send there.
   process.env.WEBHOOKS_ALLOW_INSECURE = '1';
@@ -65,7 +67,7 @@ export async function webhooks(ctx: BenchContext): Promise<ScenarioResult[]> {
     for (let i = 0; i < RATE * seconds; i++) {
       const due = start + (i * 1000) / RATE;
       if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-      const patient = patients[i % patients.length];
+      const patient = at(patients, i % patients.length, 'the patients');
       calls.push(send([vitals(patient.subject, Math.floor(i / patients.length) + 1)]));
     }
     await Promise.all(calls);

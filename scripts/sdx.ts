@@ -337,27 +337,27 @@ webhook.command('add <study>').description('subscribe an address to some of the 
   .requiredOption('--events <list>', `event types, comma-separated: ${WEBHOOK_EVENT_TYPES.join(', ')}`, sitesOption)
   .option('--unblinded', 'also send events about forms of the unblinded team', false)
   .addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => {
+  .action((code: string, o: JsonOption & { url: string; events: string[]; unblinded: boolean }) => run(o.json, async (db) => {
     const policy = { allowInsecure: loadConfig().webhooksAllowInsecure };
     const { subscription, secret } = await inTransaction(db.knex, (s) => addSubscription(s, operator, { study: code, url: o.url, events: o.events, unblinded: o.unblinded }, policy, resolveHost));
     return { study: code, ...subscriptionOutput(subscription), secret };
   }));
 webhook.command('list <study>').description('the study\'s subscriptions with their state (failing: a day of failed deliveries)').addOption(jsonOption)
-  .action((code: string, o) => run(o.json, async (db) => ({
+  .action((code: string, o: JsonOption) => run(o.json, async (db) => ({
     study: code, subscriptions: (await listSubscriptions(createStores(db.knex), operator, { study: code })).map(subscriptionOutput),
   })));
 webhook.command('remove <study> <id>').description('remove a subscription: nothing more is sent to it').addOption(jsonOption)
-  .action((code: string, id: string, o) => run(o.json, async (db) => {
+  .action((code: string, id: string, o: JsonOption) => run(o.json, async (db) => {
     await inTransaction(db.knex, (s) => removeSubscription(s, operator, { study: code, id: Number(id) }));
     return { study: code, id: Number(id), state: 'removed' };
   }));
 webhook.command('enable <study> <id>').description('re-enable a failing subscription: its waiting events are sent again, in order').addOption(jsonOption)
-  .action((code: string, id: string, o) => run(o.json, async (db) => ({
+  .action((code: string, id: string, o: JsonOption) => run(o.json, async (db) => ({
     study: code, ...subscriptionOutput(await inTransaction(db.knex, (s) => enableSubscription(s, operator, { study: code, id: Number(id) }))),
   })));
 webhook.command('deliveries <study> [id]').description('the delivery log, newest first: time, status, attempts, last error')
   .option('--limit <n>', 'how many deliveries (default 50, at most 500)', Number, 50).addOption(jsonOption)
-  .action((code: string, id: string | undefined, o) => run(o.json, async (db) => ({
+  .action((code: string, id: string | undefined, o: JsonOption & { limit: number }) => run(o.json, async (db) => ({
     study: code,
     deliveries: (await listDeliveries(createStores(db.knex), operator, { study: code, id: id === undefined ? undefined : Number(id), limit: o.limit })).map(deliveryOutput),
   })));

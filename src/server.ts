@@ -52,11 +52,13 @@ export async function startServer(): Promise<Server> {
     // Requests waiting for a database that is gone would hold the listener open: after a while, they are cut.
     const drained = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     const webhooksStopped = webhooks.stop();
-    server.close(async () => {
+    server.close(() => {
       clearTimeout(drained);
-      await webhooksStopped;
-      await db.close();
-      process.exit(0);
+      void (async () => {
+        await webhooksStopped;
+        await db.close();
+        process.exit(0);
+      })();
     });
     server.closeIdleConnections();
   };

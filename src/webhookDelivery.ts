@@ -77,7 +77,14 @@ export interface WebhookDelivery {
  * due and for announcements missed while its listening connection was down. Every process of the service
  * runs one; they share the outbox through the subscriptions' row locks.
  */
+/** The two calls of knex's connection pool used to hold a LISTEN connection; knex types its client as any. */
+interface ConnectionPool {
+  acquireConnection(): Promise<pg.Client>;
+  releaseConnection(connection: pg.Client): Promise<void>;
+}
+
 export function startWebhookDelivery(config: Config, knex: Knex): WebhookDelivery {
+  const pool = knex.client as ConnectionPool;
   const policy: AddressPolicy = { allowInsecure: config.webhooksAllowInsecure };
   let stopped = false;
   let running: Promise<void> | undefined;
@@ -109,12 +116,12 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
   const listen = async () => {
     if (listener || stopped) return;
     try {
-      const connection = (await knex.client.acquireConnection()) as pg.Client;
+      const connection = await pool.acquireConnection();
       listener = connection;
       const lost = () => {
         if (listener !== connection) return;
         listener = undefined;
-        void knex.client.releaseConnection(connection).catch(() => undefined);
+        void pool.releaseConnection(connection).catch(() => undefined);
       };
       connection.on('notification', wake);
       connection.on('error', lost);
@@ -142,7 +149,7 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
       if (connection) {
         connection.removeAllListeners('notification');
         await connection.query(`unlisten ${WEBHOOK_CHANNEL}`).catch(() => undefined);
-        await knex.client.releaseConnection(connection).catch(() => undefined);
+        await pool.releaseConnection(connection).catch(() => undefined);
       }
     },
   };

@@ -30,7 +30,7 @@ const AGENTS = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 8 }), 'h
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** The webhook's body as sent: `{ type, timestamp, data }`. */
-export function eventBody(event: OutgoingEvent): string {
+function eventBody(event: OutgoingEvent): string {
   return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data });
 }
 
@@ -49,7 +49,10 @@ function guardedLookup(url: string, policy: AddressPolicy): LookupFunction {
         return (callback as (e: Error) => void)(Object.assign(new Error(`the address of ${hostname} is not public`), { code: 'WEBHOOK_ADDRESS_REFUSED' }));
       }
       if (options.all) return (callback as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
-      return callback(null, addresses[0].address, addresses[0].family);
+      const [first] = addresses;
+      // dns.lookup answers ENOTFOUND rather than an empty list; an empty one is refused all the same.
+      if (first === undefined) return (callback as (e: Error) => void)(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+      return callback(null, first.address, first.family);
     });
   };
 }

@@ -11,7 +11,7 @@ export interface BenchContext {
   profileDir?: string;
   /** Measured repetitions of each scenario (BENCH_REPS, default 9; the load scenarios use fewer). */
   repetitions: number;
-  log(message: string): void;
+  log: (message: string) => void;
   /** A service process on a free loopback port; every one started is stopped when the bench ends. */
   service(name: string): Promise<RunningProcess>;
   /** Keeps track of a process the scenario started itself (the bare Koa floor), to stop it at the end. */

@@ -36,7 +36,6 @@ export interface Goal {
 export const ratioAtMost = (limit: number): Goal => ({ text: `ratio ≤ ${limit}`, met: (r) => r.ratio !== null && r.ratio <= limit });
 export const ratioAtLeast = (limit: number, shown = String(limit)): Goal => ({ text: `ratio ≥ ${shown}`, met: (r) => r.ratio !== null && r.ratio >= limit });
 export const valueBelow = (limit: number, unit: string): Goal => ({ text: `< ${limit} ${unit}`, met: (r) => r.median < limit });
-export const valueAtLeast = (limit: number, unit: string): Goal => ({ text: `≥ ${limit} ${unit}`, met: (r) => r.median >= limit });
 
 export function summarise(input: {
   scenario: string;

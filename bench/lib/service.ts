@@ -33,7 +33,7 @@ export interface ServiceOptions {
 }
 
 /** The environment of the service: the harness's own, less anything that turns test-only checks on. */
-export function serviceEnv(options: { port: number; databaseUrl: string }): NodeJS.ProcessEnv {
+function serviceEnv(options: { port: number; databaseUrl: string }): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: options.databaseUrl, PORT: String(options.port), BASE_URL: `http://127.0.0.1:${options.port}` };
   delete env.NODE_ENV;
   delete env.VALIDATE_RESPONSES;
@@ -59,7 +59,7 @@ export function cpuMs(pid: number): number {
 /** sysconf(_SC_CLK_TCK): 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
 
-export function peakMemoryMb(pid: number): number {
+function peakMemoryMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(status);
   return match ? Number(match[1]) / 1024 : Number.NaN;

@@ -7,6 +7,7 @@ import type { SitePatient } from '../domain/patients/sitePatients.js';
 interface SitePatientRow { subject: string; site: string; status: SitePatient['status']; enrolled_on: string; open_queries: number; proposed_imports: number }
 interface OpenQueryRow {
   id: number; visit: string; instance: number; form: string; field_code: string; status: string; origin: string; message: string; opened_by: string; opened_at: Date;
+  answers: { author: string; text: string; answeredAt: string }[];
 }
 interface AuditTrailRow {
   id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
@@ -61,13 +62,13 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .whereIn('q.status', ['open', 'answered'])
         .whereNotIn('r.form_id', hiddenFormIds)
         .orderBy('q.id')
-        .select('q.id', 'v.code as visit', 'r.instance', 'f.code as form', 'q.field_code', 'q.status', 'q.origin', 'q.message', 'q.opened_by', 'q.opened_at',
+        .select<OpenQueryRow[]>('q.id', 'v.code as visit', 'r.instance', 'f.code as form', 'q.field_code', 'q.status', 'q.origin', 'q.message', 'q.opened_by', 'q.opened_at',
           db.raw(`coalesce((select json_agg(json_build_object('author', a.author, 'text', a.text, 'answeredAt', a.answered_at) order by a.id)
             from query_answers a where a.query_id = q.id), '[]'::json) as answers`));
       return rows.map((r) => ({
         id: r.id, visit: r.visit, instance: r.instance, form: r.form, field: r.field_code, status: r.status, origin: r.origin, message: r.message,
         openedBy: r.opened_by, openedAt: r.opened_at,
-        answers: (r.answers as { author: string; text: string; answeredAt: string }[]).map((a) => ({ ...a, answeredAt: new Date(a.answeredAt) })),
+        answers: r.answers.map((a) => ({ ...a, answeredAt: new Date(a.answeredAt) })),
       }));
     },
     async auditTrail(patientId, hiddenFormIds, limit) {

@@ -1,12 +1,18 @@
 import type { Knex } from 'knex';
-import type { QueryStore } from '../domain/stores.js';
+import type { ActorRef } from '../domain/actor.js';
+import type { QueryStatus, QueryStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
-import { queryReads, rowToQueryRead } from './readPages.js';
+import { type QueryPageRecord, queryReads, rowToQueryRead } from './readPages.js';
+import { returnedRow } from './returnedRow.js';
 
-export const TABLE = 'queries';
+const TABLE = 'queries';
 const ANSWERS = 'query_answers';
 
 interface QueryRecord { id: number; record_id: number; field_code: string; origin: string; check_code: string | null }
+interface QueryStepRecord {
+  id: number; study_id: number; record_id: number; patient_id: number; subject: string; site_id: number; form_id: number; field_code: string;
+  origin: string; status: QueryStatus; opened_by_type: ActorRef['type'] | null; opened_by_id: number | null;
+}
 
 export function queryStore(db: Knex): QueryStore {
   return {
@@ -40,7 +46,7 @@ export function queryStore(db: Knex): QueryStore {
     async findForStep(studyId, id) {
       const row = await db(`${TABLE} as qu`).join('records as r', 'r.id', 'qu.record_id').join('patients as p', 'p.id', 'qu.patient_id')
         .where({ 'qu.study_id': studyId, 'qu.id': id }).forUpdate('qu')
-        .first('qu.id', 'qu.study_id', 'qu.record_id', 'qu.patient_id', 'p.subject', 'qu.site_id', 'r.form_id', 'qu.field_code', 'qu.origin', 'qu.status',
+        .first<QueryStepRecord | undefined>('qu.id', 'qu.study_id', 'qu.record_id', 'qu.patient_id', 'p.subject', 'qu.site_id', 'r.form_id', 'qu.field_code', 'qu.origin', 'qu.status',
           'qu.opened_by_type', 'qu.opened_by_id');
       return row && {
         id: row.id, studyId: row.study_id, recordId: row.record_id, patientId: row.patient_id, subject: row.subject, siteId: row.site_id,
@@ -49,14 +55,17 @@ export function queryStore(db: Knex): QueryStore {
       };
     },
     async answer(queryId, answer) {
-      const [{ id }] = await db(ANSWERS).insert({
+      const { id } = returnedRow(await db(ANSWERS).insert({
         query_id: queryId, text: answer.text, author_type: answer.author.type, author_id: answer.author.id, author: answer.authorName,
-      }).returning('id');
+      }).returning<{ id: number }[]>('id'));
       await db(TABLE).where({ id: queryId }).update({ status: 'answered', updated_at: db.fn.now() });
       return id;
     },
     async read(id) {
-      return rowToQueryRead(await queryReads(db).where('qu.id', id).first());
+      const row = await queryReads(db).where('qu.id', id).first<QueryPageRecord | undefined>();
+      // Called with the id of a query this transaction has just raised or answered: none is a bug.
+      if (row === undefined) throw new Error(`Query ${id} was not found to read back`);
+      return rowToQueryRead(row);
     },
   };
 }

@@ -2,7 +2,10 @@ import type { Knex } from 'knex';
 import type { PageRequest, QueryReadRow, ReadFilters, ReadScope, ReadStore, RecordReadRow, RemovalRow } from '../domain/stores.js';
 
 interface PatientPageRecord { id: number; subject: string; site: string; sex: string; enrolled_on: string; status: string; updated_at: Date }
-type QueryPageRecord = Omit<QueryReadRow, 'field' | 'openedAt' | 'closedAt' | 'updatedAt'> & { field_code: string; opened_at: Date; closed_at: Date | null; updated_at: Date };
+export type QueryPageRecord = Omit<QueryReadRow, 'field' | 'openedAt' | 'closedAt' | 'updatedAt' | 'openedBy' | 'openedByType' | 'closedBy' | 'closedByType' | 'closeReason'> & {
+  field_code: string; opened_at: Date; closed_at: Date | null; updated_at: Date; opened_by: string; opened_by_type: string | null; closed_by: string | null;
+  closed_by_type: string | null; close_reason: string | null;
+};
 type RemovalRecord = Omit<RemovalRow, 'removedAt'> & { removed_at: Date };
 
 /** How far the watermark is set back beyond the oldest open transaction; rows within it may come twice, never not at all. */
@@ -57,10 +60,10 @@ export function keyset<Q extends Knex.QueryBuilder>(q: Q, column: string, page: 
  * Queries as the read calls show them, each with its thread of answers gathered by the database (one
  * indexed lookup per query of the page) rather than by a second round trip.
  */
-export function queryReads(db: Knex): Knex.QueryBuilder {
+export function queryReads(db: Knex) {
   return db('queries as qu').join('records as r', 'r.id', 'qu.record_id').join('patients as p', 'p.id', 'qu.patient_id')
     .join('sites as s', 's.id', 'qu.site_id').join('visits as v', 'v.id', 'r.visit_id').join('forms as f', 'f.id', 'r.form_id')
-    .select('qu.id', 'p.subject', 's.number as site', 'v.code as visit', 'r.instance', 'f.code as form', 'qu.field_code',
+    .select<QueryPageRecord[]>('qu.id', 'p.subject', 's.number as site', 'v.code as visit', 'r.instance', 'f.code as form', 'qu.field_code',
       'qu.status', 'qu.origin', 'qu.message', 'qu.opened_at', 'qu.closed_at', 'qu.updated_at', 'qu.opened_by', 'qu.opened_by_type',
       'qu.closed_by', 'qu.closed_by_type', 'qu.close_reason',
       db.raw(`coalesce((select json_agg(json_build_object('id', a.id, 'text', a.text, 'authorType', a.author_type, 'author', a.author,
@@ -68,7 +71,7 @@ export function queryReads(db: Knex): Knex.QueryBuilder {
         from query_answers a where a.query_id = qu.id), '[]'::json) as answers`));
 }
 
-export function rowToQueryRead(r: Record<string, any>): QueryReadRow {
+export function rowToQueryRead(r: QueryPageRecord): QueryReadRow {
   return {
     id: r.id, subject: r.subject, site: r.site, visit: r.visit, instance: r.instance, form: r.form, field: r.field_code,
     status: r.status, origin: r.origin, message: r.message, openedAt: r.opened_at, closedAt: r.closed_at, updatedAt: r.updated_at,
@@ -96,7 +99,7 @@ export function readStore(db: Knex): ReadStore {
           'values', r.values, 'not_done', r.not_done, 'tables', r.tables)::text as json`));
       formAndVisit(q, scope, filters, 'r');
       if (filters.status !== undefined) q.where('r.status', filters.status);
-      return await keyset(q, 'r.id', page, 'r.updated_at') as RecordReadRow[];
+      return await keyset(q, 'r.id', page, 'r.updated_at');
     },
     async queriesPage(scope, filters, page) {
       const q = visible(queryReads(db), scope, filters, 'qu');

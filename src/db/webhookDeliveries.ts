@@ -23,6 +23,11 @@ export interface PendingDelivery {
   nextAttemptAt: Date;
 }
 
+interface PendingDeliveryRecord {
+  id: number; subscription_id: number; event_id: number; attempts: number; first_failed_at: Date | null; next_attempt_at: Date;
+  type: WebhookEventType; data: WebhookEventData; created_at: Date;
+}
+
 /**
  * Claims up to `limit` active subscriptions whose first undelivered event is due, with up to `perSubscription`
  * of their undelivered events in order. The subscription row lock (FOR NO KEY UPDATE, which writers'
@@ -32,13 +37,13 @@ export interface PendingDelivery {
  * with it the lock: nothing it was sending stays claimed.
  */
 export async function claimDueSubscriptions(trx: Knex.Transaction, now: Date, limit: number, perSubscription: number): Promise<ClaimedSubscription[]> {
-  const claimed: { id: number; url: string; secret: string }[] = await trx(`${SUBSCRIPTIONS} as s`)
+  const claimed = await trx(`${SUBSCRIPTIONS} as s`)
     .where('s.state', 'active')
     .whereRaw(`(select d.next_attempt_at from ${DELIVERIES} d where d.subscription_id = s.id and d.delivered_at is null order by d.event_id limit 1) <= ?`, [now])
     .orderBy('s.id').limit(limit).forNoKeyUpdate().skipLocked()
-    .select('s.id', 's.url', 's.secret');
+    .select<{ id: number; url: string; secret: string }[]>('s.id', 's.url', 's.secret');
   if (claimed.length === 0) return [];
-  const { rows } = await trx.raw(`
+  const { rows } = await trx.raw<{ rows: PendingDeliveryRecord[] }>(`
     select p.* from unnest(?::int[]) as sid(id) cross join lateral (
       select d.id, d.subscription_id, d.event_id, d.attempts, d.first_failed_at, d.next_attempt_at, e.type, e.data, e.created_at
       from ${DELIVERIES} d join ${EVENTS} e on e.id = d.event_id
@@ -47,7 +52,7 @@ export async function claimDueSubscriptions(trx: Knex.Transaction, now: Date, li
     ) p order by p.subscription_id, p.event_id`, [claimed.map((c) => c.id), perSubscription]);
   return claimed.map((c) => ({
     ...c,
-    pending: (rows as Record<string, any>[]).filter((r) => r.subscription_id === c.id).map((r) => ({
+    pending: rows.filter((r) => r.subscription_id === c.id).map((r) => ({
       id: r.id, eventId: r.event_id, type: r.type, data: r.data, createdAt: r.created_at, attempts: r.attempts,
       firstFailedAt: r.first_failed_at, nextAttemptAt: r.next_attempt_at,
     })),

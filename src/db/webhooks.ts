@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
-import type { WebhookDeliveryRow, WebhookStore, WebhookSubscriptionRow } from '../domain/stores.js';
+import type { WebhookDeliveryRow, WebhookState, WebhookStore, WebhookSubscriptionRow } from '../domain/stores.js';
+import type { WebhookEventType } from '../domain/webhooks/webhookEvents.js';
 import { jsonParameter } from './jsonParameter.js';
+import { returnedRow } from './returnedRow.js';
 
 export const SUBSCRIPTIONS = 'webhook_subscriptions';
 export const EVENTS = 'webhook_events';
@@ -9,14 +11,23 @@ export const DELIVERIES = 'webhook_deliveries';
 /** The channel a committed delivery is announced on (LISTEN/NOTIFY), so a worker sends it at once rather than at its next poll. */
 export const WEBHOOK_CHANNEL = 'sdx_webhook_deliveries';
 
-function rowToSubscription(r: Record<string, any>): WebhookSubscriptionRow {
+interface SubscriptionRecord {
+  id: number; study_id: number; url: string; event_types: WebhookEventType[]; unblinded: boolean; state: WebhookState;
+  created_by: number | null; created_at: Date; state_changed_at: Date;
+}
+interface DeliveryRecord {
+  id: number; subscription_id: number; event_id: number; type: WebhookEventType; created_at: Date; attempts: number;
+  last_attempt_at: Date | null; next_attempt_at: Date; delivered_at: Date | null; last_status: number | null; last_error: string | null;
+}
+
+function rowToSubscription(r: SubscriptionRecord): WebhookSubscriptionRow {
   return {
     id: r.id, studyId: r.study_id, url: r.url, eventTypes: r.event_types, unblinded: r.unblinded, state: r.state,
     createdBy: r.created_by, createdAt: r.created_at, stateChangedAt: r.state_changed_at,
   };
 }
 
-function rowToDelivery(r: Record<string, any>): WebhookDeliveryRow {
+function rowToDelivery(r: DeliveryRecord): WebhookDeliveryRow {
   return {
     id: r.id, subscriptionId: r.subscription_id, eventId: r.event_id, eventType: r.type, createdAt: r.created_at, attempts: r.attempts,
     lastAttemptAt: r.last_attempt_at, nextAttemptAt: r.next_attempt_at, deliveredAt: r.delivered_at, lastStatus: r.last_status, lastError: r.last_error,
@@ -52,17 +63,16 @@ export function webhookStore(db: Knex): WebhookStore {
       [jsonParameter(events.map((e, ord) => ({ ord, study_id: e.studyId, type: e.type, data: e.data, unblinded_only: e.unblindedOnly })))]);
     },
     async insertSubscription(row) {
-      const [inserted] = await db(SUBSCRIPTIONS).insert({
+      return rowToSubscription(returnedRow(await db(SUBSCRIPTIONS).insert({
         study_id: row.studyId, url: row.url, event_types: row.eventTypes, secret: row.secret, unblinded: row.unblinded, created_by: row.createdBy,
-      }).returning('*');
-      return rowToSubscription(inserted);
+      }).returning<SubscriptionRecord[]>('*')));
     },
     async subscriptions(studyId) {
-      const rows = await db(SUBSCRIPTIONS).where({ study_id: studyId }).whereNot({ state: 'removed' }).orderBy('id');
+      const rows = await db(SUBSCRIPTIONS).where({ study_id: studyId }).whereNot({ state: 'removed' }).orderBy('id').select<SubscriptionRecord[]>();
       return rows.map(rowToSubscription);
     },
     async findSubscription(studyId, id) {
-      const row = await db(SUBSCRIPTIONS).where({ study_id: studyId, id }).whereNot({ state: 'removed' }).first();
+      const row = await db(SUBSCRIPTIONS).where({ study_id: studyId, id }).whereNot({ state: 'removed' }).first<SubscriptionRecord | undefined>();
       return row ? rowToSubscription(row) : undefined;
     },
     async setState(id, state) {
@@ -76,7 +86,7 @@ export function webhookStore(db: Knex): WebhookStore {
       const rows = await db(`${DELIVERIES} as d`).join(`${EVENTS} as e`, 'e.id', 'd.event_id').join(`${SUBSCRIPTIONS} as s`, 's.id', 'd.subscription_id')
         .where('s.study_id', studyId).modify((q) => { if (subscriptionId !== undefined) q.where('d.subscription_id', subscriptionId); })
         .orderBy('d.event_id', 'desc').orderBy('d.subscription_id').limit(limit)
-        .select('d.*', 'e.type', 'e.created_at');
+        .select<DeliveryRecord[]>('d.*', 'e.type', 'e.created_at');
       return rows.map(rowToDelivery);
     },
   };

@@ -225,7 +225,7 @@ export interface QueryForStep {
 }
 
 /** Who closes a query: an actor, or the service when the value that caused an automatic query is corrected. */
-export interface QueryClosing {
+interface QueryClosing {
   type: ActorRef['type'] | 'system';
   /** The closer's name; for the service, the author of the correcting value. */
   by: string;
@@ -270,7 +270,7 @@ export interface PageRequest {
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }
 /** JSON text written by the database (spaced as PostgreSQL spaces it), passed through to the answer without being parsed. */
-export type JsonText = string;
+type JsonText = string;
 
 /**
  * A record as a read page returns it: its id (the page's position) and the record as the answer shows
@@ -293,7 +293,7 @@ export interface QueryReadRow {
   closeReason: string | null;
 }
 /** One answer of a query's thread; its time comes as the database wrote it, ISO 8601 UTC. */
-export interface QueryAnswerRow { id: number; text: string; authorType: string; author: string; answeredAt: string }
+interface QueryAnswerRow { id: number; text: string; authorType: string; author: string; answeredAt: string }
 export interface RemovalRow { subject: string; site: string; reason: string; removedAt: Date }
 
 /** Keyset pages (ordered by id, no OFFSET) over what a key may read; each page is one indexed query. */

@@ -1,5 +1,4 @@
 import { OpenAPIBackend, type Context, type Operation, type Request } from 'openapi-backend';
-import type { ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
 import type { KeyRight } from '../domain/apiKeys/keyAccess.js';
@@ -123,7 +122,7 @@ function validationRefusal(c: Context): DomainError {
   if (c.operation.operationId === 'submitFormRecords' && Array.isArray(records) && records.length > 500) {
     return new DomainError('too_many_records', { max: 500, count: records.length });
   }
-  const errors = (c.validation.errors ?? []) as ErrorObject[];
+  const errors = c.validation.errors ?? [];
   // A FHIR body that is JSON but no resource (an array, an object without resourceType) is "not FHIR JSON".
   if (c.operation.operationId === 'importFhirRecord' && errors.every((e) => e.instancePath.startsWith('/requestBody'))) {
     return new DomainError('fhir_not_fhir', { reason: 'the body is not a FHIR resource with a resourceType (send a Bundle, a resource or NDJSON)' });
@@ -137,7 +136,7 @@ function refuseUnknownParameters(c: Context): void {
     ...ALWAYS_ALLOWED_QUERY,
     ...((c.operation.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
   ]);
-  const unknown = Object.keys(c.request.query ?? {}).filter((name) => !known.has(name));
+  const unknown = Object.keys((c.request.query as Record<string, unknown> | undefined) ?? {}).filter((name) => !known.has(name));
   const errors: FieldError[] = [
     ...unknown.map((name) => ({ pointer: `/query/${name}`, code: 'unknown_parameter', params: { name } })),
     ...unstorableParameters(c),
@@ -183,7 +182,7 @@ export async function createApi(services: Services): Promise<Api> {
   async function admit(c: Context, ctx: KoaContext): Promise<void> {
     const request = await keyRequestOf(ctx);
     ctx.state.key = request.key;
-    const call = { studyCode: String(c.request.params.study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
+    const call = { studyCode: String((c.request.params as Record<string, unknown>).study_code), right: OPERATION_RIGHTS[c.operation.operationId as OperationId] ?? 'any' };
     const { rate, study, refusal } = admissionOf(request, call, services.config.rateLimitPerMinute);
     ctx.set('RateLimit-Limit', String(rate.limit));
     ctx.set('RateLimit-Remaining', String(rate.remaining));
@@ -205,12 +204,12 @@ export async function createApi(services: Services): Promise<Api> {
       if (operation.security?.length) await admit(c, ctx);
       c.validation = backend.validateRequest(request, operation);
       if (c.validation.errors) throw validationRefusal(c);
-      c.request = backend.router.parseRequest(c.validation.coerced, operation);
+      c.request = backend.router.parseRequest(c.validation.coerced as Request, operation);
       refuseUnknownParameters(c);
       // Every operation of the contract has an operationId and its handler: `handlers` satisfies HandlerMap.
       const reply = await operationHandlers[operation.operationId!]!(c, ctx);
       if (services.config.validateResponses && reply.status !== 304 && !(reply.body instanceof StreamedBody)) {
-        const body = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
+        const body: unknown = reply.body instanceof SerializedJson ? JSON.parse(reply.body.text) : reply.body;
         const result = backend.validateResponse(body, operation, reply.status);
         if (result.errors) throw new Error(`response of ${operation.operationId} breaks the spec: ${JSON.stringify(result.errors)}`);
       }

@@ -9,7 +9,7 @@ import type { StreamedBody } from './streamedBody.js';
  * The spec's top-level `webhooks` are requests the service sends, not calls it answers: their operations,
  * named `on<Event>Webhook` (test/unit/webhooks.test.ts holds the spec to it), have no handler.
  */
-export type WebhookOperationId = Extract<keyof operations, `on${string}Webhook`>;
+type WebhookOperationId = Extract<keyof operations, `on${string}Webhook`>;
 export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 type Op<K extends OperationId> = operations[K];
 type BodyOf<R> = R extends { content: infer C } ? (C extends Record<string, unknown> ? C[keyof C] : undefined) : undefined;

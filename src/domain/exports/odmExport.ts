@@ -80,8 +80,7 @@ function formDataWriter(form: FormDef): (record: ExportRecord) => string {
         continue;
       }
       const rows = record.tables[field.code] ?? [];
-      for (let index = 0; index < rows.length; index++) {
-        const row = rows[index];
+      for (const [index, row] of rows.entries()) {
         let cells = '';
         for (const { column, itemStart } of columns) cells += itemData(itemStart, column, row[column.code], undefined, '');
         text += `${groupStart} ItemGroupRepeatKey="${index + 1}"${cells === '' ? '/>' : `>${cells}</ItemGroupData>`}`;

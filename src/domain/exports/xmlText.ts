@@ -3,7 +3,6 @@
  * lose them to normalisation), and characters XML 1.0 cannot carry even escaped (C0 controls, lone
  * surrogates, U+FFFE/U+FFFF).
  */
-// eslint-disable-next-line no-control-regex
 const SPECIAL = /[&<>"\r\n\t]|[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\r': '&#13;', '\n': '&#10;', '\t': '&#9;' };
@@ -13,7 +12,6 @@ const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
  * study (numbers, dates, codes) have none, and this simple class finds that faster than SPECIAL's
  * alternatives with their look-arounds.
  */
-// eslint-disable-next-line no-control-regex
 const MAYBE_SPECIAL = /[&<>"\u0000-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
 
 /** Text as an XML attribute value or element content; a character XML 1.0 cannot hold becomes U+FFFD. */

@@ -54,7 +54,7 @@ import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
-import { currentRecords, itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
+import { itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
 
 type Stores = {
   studies: StudyStore; people: PeopleStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore;

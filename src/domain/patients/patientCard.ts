@@ -9,7 +9,7 @@ import { auditValueView, type AuditValueView } from './auditValues.js';
 const CARD_AUDIT_LIMIT = 500;
 
 /** A query not yet closed: `open`, or `answered` and waiting for its opener; with its thread of answers, oldest first. */
-export interface PatientQueryView {
+interface PatientQueryView {
   id: number; visit: string; instance: number; form: string; field: string; status: string; origin: string; message: string; openedBy: string; openedAt: Date;
   answers: { author: string; text: string; answeredAt: Date }[];
 }

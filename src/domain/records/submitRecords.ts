@@ -279,7 +279,12 @@ async function writeChanges(stores: Stores, actor: Actor, study: Study, source: 
     checkCode: q.checkCode, message: q.message, openedBy: authorOf(actor),
   })));
   const queryIds = await stores.queries.insert(newQueries);
-  changes.flatMap((c) => c.opened).forEach((q, i) => { q.id = queryIds[i]; });
+  changes.flatMap((c) => c.opened).forEach((q, i) => {
+    // The store returns one id per query given, in their order: a missing one is a bug, not a query without id.
+    const id = queryIds[i];
+    if (id === undefined) throw new Error(`the query store returned no id for query ${i}`);
+    q.id = id;
+  });
   await stores.queries.close(changes.flatMap((c) => c.plan.toClose.map((q) => q.id)), { type: 'system', by: authorOf(actor), reason: CAUSE_CORRECTED });
   await stores.audit.append(changes.flatMap((c) => trailOf(actor, study, c)));
   const siteNumbers = new Map((await stores.studies.sites(study)).map((site) => [site.id, site.number]));

@@ -3,9 +3,9 @@
  * an hour between attempts, with a little jitter so receivers coming back are not hit all at once; after
  * 24 hours of failures the subscription is marked `failing` and waits for a manager.
  */
-export const FIRST_RETRY_MS = 5_000;
+const FIRST_RETRY_MS = 5_000;
 export const LONGEST_RETRY_MS = 3_600_000;
-export const RETRY_FOR_MS = 24 * 3_600_000;
+const RETRY_FOR_MS = 24 * 3_600_000;
 
 /** The wait after the `attempts`-th failed attempt (1 for the first). */
 export function retryDelayMs(attempts: number, random: () => number = Math.random): number {

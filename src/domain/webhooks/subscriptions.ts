@@ -13,7 +13,7 @@ type Stores = { studies: StudyStore; people: PeopleStore; audit: AuditStore; web
 export type ResolveHost = (host: string) => Promise<string[]>;
 
 /** The most deliveries a log shows at once. */
-export const MAX_DELIVERIES_SHOWN = 500;
+const MAX_DELIVERIES_SHOWN = 500;
 
 /**
  * A person must manage the study to manage its subscriptions; the operator's command line may. Returns

@@ -28,7 +28,7 @@ const DELIVERIES_SHOWN = 50;
 interface WebhookForm { url: string; events: string[] }
 
 function webhookFormOf(body: Record<string, unknown>): WebhookForm {
-  return { url: String(body.url ?? ''), events: body.events === undefined ? [] : ([] as unknown[]).concat(body.events).map(String) };
+  return { url: fieldText(body.url), events: body.events === undefined ? [] : ([] as unknown[]).concat(body.events).map(String) };
 }
 
 /** What the create form holds, so a refused form comes back filled in as the person left it. */
