@@ -113,10 +113,20 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
     running = drain().finally(() => { running = undefined; });
   };
 
-  const listen = async () => {
+  let listening: Promise<void> | undefined;
+  const listen = () => {
+    listening ??= listenOnce().finally(() => { listening = undefined; });
+    return listening;
+  };
+  const listenOnce = async () => {
     if (listener || stopped) return;
     try {
       const connection = await pool.acquireConnection();
+      // Stopped while the connection was on its way: hand it straight back, or the pool's end would wait for it.
+      if (stopped) {
+        await pool.releaseConnection(connection);
+        return;
+      }
       listener = connection;
       const lost = () => {
         if (listener !== connection) return;
@@ -143,7 +153,7 @@ export function startWebhookDelivery(config: Config, knex: Knex): WebhookDeliver
     async stop() {
       stopped = true;
       clearInterval(poll);
-      await Promise.race([running, new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref())]);
+      await Promise.race([Promise.all([running, listening]), new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref())]);
       const connection = listener;
       listener = undefined;
       if (connection) {
