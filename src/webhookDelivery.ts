@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Config } from './config.js';
 import { claimDueSubscriptions, markFailing, recordDelivered, recordFailure, type ClaimedSubscription, type PendingDelivery } from './db/webhookDeliveries.js';
 import { WEBHOOK_CHANNEL } from './db/webhooks.js';
+import { failureLogger } from './logs.js';
 import { withTransaction } from './db/transaction.js';
 import type { AddressPolicy } from './domain/webhooks/addressPolicy.js';
 import { givesUp, retryDelayMs } from './domain/webhooks/retrySchedule.js';
@@ -20,8 +21,9 @@ const ROUND_MS = 20_000;
 /** How long stopping waits for POSTs in flight: well inside the service's own shutdown bound. */
 const STOP_WAIT_MS = 3_000;
 
+/** The worker's lines go to the service's failure log (src/logs.ts), marked as its own. */
 function log(level: 'warn' | 'error', message: string): void {
-  process.stderr.write(`${JSON.stringify({ level, at: new Date().toISOString(), source: 'webhooks', message })}\n`);
+  failureLogger[level]({ source: 'webhooks', message });
 }
 
 /** Sends a subscription's due events in order, stopping at the first that fails (it is retried later, before any after it). */
