@@ -1,4 +1,4 @@
-import { OpenAPIBackend, type Context, type Operation, type Request } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Operation, type ParsedRequest, type Request } from 'openapi-backend';
 import addFormatsModule from 'ajv-formats';
 import { admissionOf } from '../domain/apiKeys/admission.js';
 import type { KeyRight } from '../domain/apiKeys/keyAccess.js';
@@ -146,7 +146,7 @@ function refuseUnknownParameters(c: Context): void {
 
 /** The API as the Koa app uses it. */
 export interface Api {
-  /** The operation a request is for; undefined when no operation takes its method and path. */
+  /** The operation a request is for; undefined when no operation takes its method and path. A path that cannot be decoded is refused. */
   operationOf(request: Request): Operation | undefined;
   /** Answers a request whose body (if any) the app has read: every refusal is thrown as a DomainError. */
   answer(ctx: KoaContext): Promise<void>;
@@ -175,7 +175,7 @@ export async function createApi(services: Services): Promise<Api> {
     customizeAjv: (ajv) => addFormats(ajv),
   });
   await backend.init();
-  const operationOf = rememberedRoutes(backend.router);
+  const routeOf = rememberedRoutes(backend.router);
   const operationHandlers = handlers as unknown as Record<string, (c: Context, ctx: KoaContext) => Promise<AnyReply>>;
 
   /** Authenticates the request's key (a 401 is thrown) and admits its call, or throws the refusal. */
@@ -192,19 +192,28 @@ export async function createApi(services: Services): Promise<Api> {
   }
 
   return {
-    operationOf,
+    operationOf: (request) => {
+      refuseUndecodablePath(request.path);
+      return routeOf(request)?.operation;
+    },
     async answer(ctx) {
       const request: Request = {
         method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string>, body: ctx.request.body,
       };
       refuseUndecodablePath(ctx.path);
-      const operation = operationOf(request);
-      if (!operation) throw routeRefusal(backend, request);
-      const c = { api: backend, operation, request: backend.router.parseRequest(request, operation) } as Context;
+      const route = routeOf(request);
+      if (!route) throw routeRefusal(backend, request);
+      const { operation } = route;
+      // Node gives header names in lower case, as openapi-backend's parsing would; no API call reads cookies.
+      const requestBody: unknown = ctx.request.body;
+      const parsed: ParsedRequest<unknown> = { method: request.method, path: request.path, headers: request.headers, query: request.query, params: route.params, cookies: {}, requestBody };
+      const c = { api: backend, operation, request: parsed } as Context;
       if (operation.security?.length) await admit(c, ctx);
       c.validation = backend.validateRequest(request, operation);
       if (c.validation.errors) throw validationRefusal(c);
-      c.request = backend.router.parseRequest(c.validation.coerced as Request, operation);
+      // The validator parsed the request once more and coerced its parameters: the handler gets those values.
+      const coerced = c.validation.coerced as { params?: Record<string, unknown>; query?: Record<string, unknown> } | undefined;
+      c.request = { ...parsed, params: coerced?.params ?? route.params, query: coerced?.query ?? request.query };
       refuseUnknownParameters(c);
       // Every operation of the contract has an operationId and its handler: `handlers` satisfies HandlerMap.
       const reply = await operationHandlers[operation.operationId!]!(c, ctx);

@@ -24,18 +24,21 @@ const REQUESTS: Request[] = [
 ];
 
 describe('rememberedRoutes', () => {
-  it('finds every request\'s operation, the first time and from memory, exactly as openapi-backend\'s router does', async () => {
+  it('finds every request\'s operation and path parameters, the first time and from memory, exactly as openapi-backend\'s router does', async () => {
     const api = new OpenAPIBackend({ definition: routedDocument(loadSpec()), strict: true, validate: false });
     await api.init();
-    const operationOf = rememberedRoutes(api.router);
+    const routeOf = rememberedRoutes(api.router);
     for (let round = 0; round < 2; round++) {
       for (const request of REQUESTS) {
-        expect(operationOf(request)?.operationId, `${request.method} ${request.path} (round ${round})`)
-          .to.equal(api.router.matchOperation(request)?.operationId);
+        const route = routeOf(request);
+        const operation = api.router.matchOperation(request);
+        expect(route?.operation.operationId, `${request.method} ${request.path} (round ${round})`).to.equal(operation?.operationId);
+        if (operation) expect(route?.params, `${request.method} ${request.path}`).to.deep.equal(api.router.parseRequest(request, operation).params);
       }
     }
-    expect(operationOf(koaRequest('GET', '/api/v1/studies/DEMO'))?.operationId).to.equal('getStudyDesign');
-    expect(operationOf(koaRequest('DELETE', '/api/v1/studies/DEMO'))).to.equal(undefined);
+    expect(routeOf(koaRequest('GET', '/api/v1/studies/DEMO'))?.operation.operationId).to.equal('getStudyDesign');
+    expect(routeOf(koaRequest('GET', '/api/v1/studies/D%C3%89MO%20X/patients'))?.params).to.deep.equal({ study_code: 'DÉMO X' });
+    expect(routeOf(koaRequest('DELETE', '/api/v1/studies/DEMO'))).to.equal(undefined);
   });
 
   it('asks the router once per method and path', async () => {
@@ -48,10 +51,10 @@ describe('rememberedRoutes', () => {
         ? (request: Request) => { matches++; return target.matchOperation(request); }
         : Reflect.get(target, name) as unknown),
     });
-    const operationOf = rememberedRoutes(counting);
-    for (let i = 0; i < 3; i++) operationOf(koaRequest('GET', '/api/v1/studies/DEMO'));
+    const routeOf = rememberedRoutes(counting);
+    for (let i = 0; i < 3; i++) routeOf(koaRequest('GET', '/api/v1/studies/DEMO'));
     expect(matches).to.equal(1);
-    operationOf(koaRequest('GET', '/api/v1/studies/OTHER'));
+    routeOf(koaRequest('GET', '/api/v1/studies/OTHER'));
     expect(matches).to.equal(2);
   });
 });
