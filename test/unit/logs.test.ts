@@ -13,10 +13,11 @@ describe('the service logs (pino)', () => {
 
   it('censor an Authorization header and cookies, should a line ever carry headers', async () => {
     const headers = { authorization: 'Bearer sdx_secret', cookie: 'sdx_session=abc', 'set-cookie': 'sdx_session=abc', accept: 'application/json' };
-    const { stderr } = await capturingStderr(() => Promise.resolve(failureLogger.error({ headers, request: { headers } })));
+    const { stderr } = await capturingStderr(() => Promise.resolve(failureLogger.error({ headers, req: { headers }, res: { headers }, request: { headers }, response: { headers } })));
     expect(stderr).not.to.match(/sdx_secret|sdx_session/);
-    const line = JSON.parse(stderr) as { headers: Record<string, string>; request: { headers: Record<string, string> } };
-    for (const logged of [line.headers, line.request.headers]) {
+    type Headers = Record<string, string>;
+    const line = JSON.parse(stderr) as { headers: Headers; req: { headers: Headers }; res: { headers: Headers }; request: { headers: Headers }; response: { headers: Headers } };
+    for (const logged of [line.headers, line.req.headers, line.res.headers, line.request.headers, line.response.headers]) {
       expect(logged).to.deep.equal({ authorization: '[redacted]', cookie: '[redacted]', 'set-cookie': '[redacted]', accept: 'application/json' });
     }
   });
