@@ -38,4 +38,13 @@ export default tseslint.config(
       'no-restricted-imports': banned([{ group: ['knex', 'pg'], message: 'Handlers call the domain; SQL lives in src/db.' }]),
     },
   },
+  {
+    files: ['src/portal/**/*.ts'],
+    rules: {
+      'no-restricted-imports': banned([
+        { group: ['knex', 'pg'], message: 'The portal calls the domain; SQL lives in src/db.' },
+        { group: ['**/handlers/**'], message: 'The portal and the API share the domain, src/messages and src/errorStatus.ts, not each other\'s code.' },
+      ]),
+    },
+  },
 );

@@ -32,7 +32,7 @@ import { NoEmbeddedDatabaseError } from '../src/db/embedded.js';
 import { openDatabase, openOwnerDatabase, type Database } from '../src/db/knex.js';
 import { prepareSchema } from '../src/db/migrator.js';
 import { createStores, inTransaction } from '../src/db/stores.js';
-import { detailOf, negotiateLang } from '../src/handlers/messages/index.js';
+import { detailOf, negotiateLang } from '../src/messages/index.js';
 import { fieldMessage } from '../src/handlers/problem.js';
 import { FhirPullError, pullPatientRecord, pushToStudy } from '../src/integrations/fhirPull.js';
 import { projectFile } from '../src/projectFiles.js';

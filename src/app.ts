@@ -9,7 +9,7 @@ import { createReadAhead } from './db/readAhead.js';
 import { lastRemovalId } from './db/readPages.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
-import { negotiateLang } from './handlers/messages/index.js';
+import { negotiateLang } from './messages/index.js';
 import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './requestState.js';
 import { keyRequestOf } from './handlers/requestKey.js';

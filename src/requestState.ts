@@ -6,7 +6,7 @@ import type { ReadAhead } from './db/readAhead.js';
 import type { KeyRequest } from './domain/apiKeys/admission.js';
 import type { KeyContext } from './domain/apiKeys/keyContext.js';
 import type { Study } from './domain/stores.js';
-import type { Lang } from './handlers/messages/index.js';
+import type { Lang } from './messages/index.js';
 
 /** What the service holds for its whole life: built once at start-up by the composition root. */
 export interface Services {

@@ -1,7 +1,7 @@
 /**
  * Every code a `DomainError` may carry: the one list to extend when a new refusal appears. The
- * compiler then asks for its HTTP status (`STATUS` in src/handlers/problem.ts) and its English and
- * Russian detail (src/handlers/messages/en.ts, ru.ts), so a typo or a missing entry fails the build
+ * compiler then asks for its HTTP status (`STATUS` in src/errorStatus.ts) and its English and
+ * Russian detail (src/messages/en.ts, ru.ts), so a typo or a missing entry fails the build
  * instead of becoming a 500 (issue 20.4). Codes are stable: clients and the portal branch on them.
  */
 export type ErrorCode =

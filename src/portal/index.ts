@@ -4,8 +4,8 @@ import { DomainError, isDomainError, type ErrorCode } from '../domain/errors.js'
 import { resumeSession } from '../domain/people/staffSessions.js';
 import { isStorableText } from '../domain/storableText.js';
 import { createStores } from '../db/stores.js';
-import type { Lang } from '../handlers/messages/index.js';
-import { statusOf } from '../handlers/problem.js';
+import type { Lang } from '../messages/index.js';
+import { statusOf } from '../errorStatus.js';
 import type { RequestState, Services } from '../requestState.js';
 import { logFailure } from '../logFailure.js';
 import { checkCsrf } from './csrf.js';

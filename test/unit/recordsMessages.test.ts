@@ -3,8 +3,8 @@ import { expect } from 'chai';
 import * as yaml from 'js-yaml';
 import { FIELD_ISSUE_CODES } from '../../src/domain/records/recordContent.js';
 import { RECORD_RESULT_CODES } from '../../src/domain/records/submitRecords.js';
-import { en } from '../../src/handlers/messages/en.js';
-import { ru } from '../../src/handlers/messages/ru.js';
+import { en } from '../../src/messages/en.js';
+import { ru } from '../../src/messages/ru.js';
 import { issueMessageKey, resultMessageKey } from '../../src/handlers/presenters/recordResults.js';
 
 const placeholders = (text: string | undefined) => [...(text ?? '').matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();

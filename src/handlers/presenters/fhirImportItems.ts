@@ -1,7 +1,7 @@
 import type { FhirImportItem } from '../../domain/fhir/fhirImportItem.js';
 import type { ItemPlacement } from '../../domain/fhir/itemPlacement.js';
 import type { StudyDesign } from '../../domain/studyDesign/types.js';
-import { translate, type Lang } from '../messages/index.js';
+import { translate, type Lang } from '../../messages/index.js';
 
 /**
  * An import's items as the FHIR call returns them: each with its placement, in words of the answer's

@@ -1,7 +1,7 @@
 import type { components } from '../../../generated/openapi.js';
 import type { RecordOutcome } from '../../domain/records/submitRecords.js';
 import type { FieldIssue } from '../../domain/records/recordContent.js';
-import { paramText, translate, type Lang } from '../messages/index.js';
+import { paramText, translate, type Lang } from '../../messages/index.js';
 
 type Wire = components['schemas'];
 

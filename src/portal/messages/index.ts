@@ -1,11 +1,11 @@
 import type { ErrorCode } from '../../domain/errors.js';
-import { detailOf, paramText, translate, type Lang } from '../../handlers/messages/index.js';
+import { detailOf, paramText, translate, type Lang } from '../../messages/index.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
 /**
  * The portal's own texts (labels, headings, notices), English and Russian. They live apart from the
- * API's catalogue in src/handlers/messages, which keeps the texts a client of the API reads; the
+ * API's catalogue in src/messages, which keeps the texts a client of the API reads; the
  * refusals the domain gives (`<code>.detail`) are taken from there, so each is worded once.
  */
 const catalogs: Record<Lang, Record<string, string>> = { en, ru };

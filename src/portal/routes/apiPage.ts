@@ -9,7 +9,7 @@ import { changeStudySettings } from '../../domain/studies/studySettings.js';
 import { addSubscription, enableSubscription, listDeliveries, listSubscriptions, removeSubscription } from '../../domain/webhooks/subscriptions.js';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhookEvents.js';
 import { createStores, inTransaction } from '../../db/stores.js';
-import { isRefusal, statusOf } from '../../handlers/problem.js';
+import { isRefusal, statusOf } from '../../errorStatus.js';
 import type { Services } from '../../requestState.js';
 import { fieldText, formFields } from '../formBody.js';
 import { errorDetail, portalText } from '../messages/index.js';

@@ -5,7 +5,7 @@ import { confirmImport, rejectImport, type ItemChoice } from '../../domain/fhir/
 import { importReview, type ImportReview } from '../../domain/patients/fhirReviewPage.js';
 import { staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
-import { isRefusal, statusOf } from '../../handlers/problem.js';
+import { isRefusal, statusOf } from '../../errorStatus.js';
 import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';

@@ -5,7 +5,7 @@ import { patientCard } from '../../domain/patients/patientCard.js';
 import { recordConsent, type ConsentChange } from '../../domain/patients/recordConsent.js';
 import { requirePatient, staffAccess, type StaffAccess } from '../../domain/people/staffAccess.js';
 import { createStores, inTransaction } from '../../db/stores.js';
-import { statusOf } from '../../handlers/problem.js';
+import { statusOf } from '../../errorStatus.js';
 import type { Services } from '../../requestState.js';
 import { formFields } from '../formBody.js';
 import { errorDetail } from '../messages/index.js';

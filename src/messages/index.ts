@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../../domain/errors.js';
+import type { ErrorCode } from '../domain/errors.js';
 import { en } from './en.js';
 import { ru } from './ru.js';
 
