@@ -1,13 +1,13 @@
 import net from 'node:net';
 import { expect } from 'chai';
 import type { AnswerOf } from '../helpers/answerTypes.js';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent } from '../helpers/factories.js';
 import { at } from '../helpers/only.js';
 import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { blockedIn, until } from '../helpers/serviceActivity.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import { testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * SIGTERM to a service process while a 500-record call is in flight: the test holds the audit trail's
@@ -29,14 +29,11 @@ function refused(baseUrl: string): Promise<boolean> {
 
 describe('graceful shutdown of a service process', function () {
   this.timeout(120_000);
-  let app: TestApp;
+  const { app, world } = useStudyWorld();
   let service: ServiceProcess;
-  let world: StudyWorld;
 
   before(async () => {
-    [app, service] = await Promise.all([startTestApp(), startServiceProcess({})]);
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
+    service = await startServiceProcess({});
     for (const subject of SUBJECTS) {
       const enrolled = await app.call('POST', `/api/v1/studies/${world.code}/patients`, {
         key: world.key, body: { subject, site: subject.slice(0, 2), sex: 'male', birth_year: 1970, enrolled_on: '2026-01-05' },
@@ -47,7 +44,6 @@ describe('graceful shutdown of a service process', function () {
   });
   after(async () => {
     await service?.stop();
-    await app?.close();
   });
 
   it('on SIGTERM refuses new connections, finishes the request in flight with its normal answer, then exits 0', async () => {

@@ -7,11 +7,12 @@ import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { requireStudy } from '../../src/domain/studies/requireStudy.js';
 import { inTransaction, type AllStores } from '../../src/db/stores.js';
-import { createStudyWorld, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, makeKey, operator } from '../helpers/factories.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testEnv } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import type { Reply, TestApp } from '../helpers/testApp.js';
+import { testEnv } from '../helpers/testDatabase.js';
 
 /**
  * Incremental loads (spec: "Reading data", listFormRecords): a sponsor that passes each load's
@@ -122,8 +123,7 @@ function slowTransaction(app: TestApp, write: (stores: AllStores) => Promise<voi
 }
 
 describe('incremental loads (updated_since, watermark, removed)', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
   let keyContext: KeyContext;
   const base = '/api/v1/studies/DEMO';
   const get = (path: string, key = world.key) => app.call<Page>('GET', `${base}${path}`, { key });
@@ -167,9 +167,6 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
   }
 
   before(async () => {
-    app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     const manager = present(await app.db.knex('users').where({ email: world.manager }).first<{ id: number; name: string } | undefined>(), 'the manager');
     const study = present(await app.db.knex('studies').where({ code: 'DEMO' }).first<{ id: number } | undefined>(), 'the study');
     const sites = await app.db.knex('sites').where({ study_id: study.id }).orderBy('number').pluck<number[]>('id');
@@ -179,7 +176,6 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
       siteIds: sites, makerId: manager.id, makerName: manager.name, makerUnblinded: true,
     };
   });
-  after(() => app.close());
 
   it('brings in the next load the rows of a slow transaction that began before the previous load and committed after it', async () => {
     const subject = await enrol('01');

@@ -1,11 +1,10 @@
 import { expect } from 'chai';
 import { capturingStderr } from '../helpers/capturingStderr.js';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { only } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import { testOwnerDatabase } from '../helpers/testDatabase.js';
 
 /**
  * Issue 20.4: a failure of the service (not a refusal) is logged once, by the one logFailure, with the
@@ -13,19 +12,14 @@ import { resetDatabase, testOwnerDatabase } from '../helpers/testDatabase.js';
  * from the portal alike. The failure is real: the studies table is renamed away under the service.
  */
 describe('logFailure: the API and the portal log an unknown failure once, and answer without a stack', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let manager: PortalClient;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'failure@sdx.test', { study: world.code, role: 'manager' });
     manager = new PortalClient(app.baseUrl);
     expect((await manager.signIn('failure@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => app.close());
 
   async function withStudiesAway<T>(task: () => Promise<T>): Promise<T> {
     await (await testOwnerDatabase()).knex.raw('ALTER TABLE studies RENAME TO studies_away');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import * as yaml from 'js-yaml';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { sdx, sdxExitCode } from '../helpers/sdxCli.js';
 import type { Problem } from '../helpers/answerTypes.js';
@@ -20,14 +20,7 @@ interface OpenApiDocument {
 interface CliRefusal { error: { code: string } }
 
 describe('getOpenApi and the contract', () => {
-  let app: TestApp;
-  let world: StudyWorld;
-  before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
-  });
-  after(() => app.close());
+  const { app, world } = useStudyWorld();
 
   it('serves spec/openapi.yaml as JSON, unchanged, with all twenty operations', async () => {
     const res = await app.call<OpenApiDocument>('GET', '/api/v1/openapi.json');

@@ -2,19 +2,17 @@ import { expect } from 'chai';
 import { latestToday } from '../../src/domain/patients/enrolPatient.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, demoDesign, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { createStudyWorld, demoDesign, makeKey, operator } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { startServiceProcess } from '../helpers/serviceProcess.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 const enrolment = (over: Record<string, unknown> = {}) => ({ site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-01-15', ...over });
 
 describe('createPatient', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let noEnrolKey: string;
   let site01Key: string;
   const path = (code = world.code) => `/api/v1/studies/${code}/patients`;
@@ -24,13 +22,9 @@ describe('createPatient', () => {
   const patientCount = async () => Number(only(await app.db.knex('patients').count({ n: '*' })).n);
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     noEnrolKey = (await makeKey(app.db.knex, { study: world.code, by: world.manager, canEnrol: false })).key;
     site01Key = (await makeKey(app.db.knex, { study: world.code, by: world.manager, sites: ['01'] })).key;
   });
-  after(() => app.close());
 
   it('assigns the site\'s next number in subject_format (01-001, 01-002, 02-001) and keeps the enrolment data', async () => {
     const first = await enrol(enrolment());

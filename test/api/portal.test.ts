@@ -3,13 +3,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { en as portalEn } from '../../src/portal/messages/en.js';
 import { ru as portalRu } from '../../src/portal/messages/ru.js';
-import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, makeKey } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { present } from '../helpers/only.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
 
 const PASSWORD = STAFF_PASSWORD;
 
@@ -21,13 +21,9 @@ async function signedIn(app: TestApp, email: string): Promise<PortalClient> {
 }
 
 describe('staff portal: sign-in, sessions and access rules', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'boss@sdx.test', { study: world.code, role: 'manager', canExport: true });
     await addStaff(app.db.knex, 'staff01@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] });
     await addStaff(app.db.knex, 'outsider@sdx.test');
@@ -38,7 +34,6 @@ describe('staff portal: sign-in, sessions and access rules', () => {
       await giveConsent(app.db.knex, world.code, subject);
     }
   });
-  after(() => app.close());
 
   it('sends a visitor who is not signed in to the sign-in page, keeping the page asked for, and shows no data', async () => {
     const client = new PortalClient(app.baseUrl);

@@ -1,11 +1,10 @@
 import { expect } from 'chai';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /** The row of the keys table for a key id, as text without tags. */
 function keyRow(page: PortalReply, id: number): string {
@@ -19,16 +18,12 @@ function keyRow(page: PortalReply, id: number): string {
 interface SubscriptionRow { id: number; state: string; unblinded: boolean; secret: string; event_types: string[] }
 
 describe('staff portal: the study\'s API page', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let manager: PortalClient;
   let managerName: string;
   const stateOf = async (id: number) => present(await app.db.knex('webhook_subscriptions').where({ id }).first<SubscriptionRow | undefined>(), `subscription ${id}`).state;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     managerName = 'Dana Manager';
     await addStaff(app.db.knex, 'dana@sdx.test', { study: world.code, role: 'manager', canExport: true }, managerName);
     await addStaff(app.db.knex, 'noexport@sdx.test', { study: world.code, role: 'manager', canExport: false });
@@ -37,7 +32,6 @@ describe('staff portal: the study\'s API page', () => {
     const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1955, enrolled_on: '2026-02-01' } });
     await giveConsent(app.db.knex, world.code, enrolled.body.subject);
   });
-  after(() => app.close());
 
   it('makes a key from the form and shows its value once, with a warning and a copy button; the value works against the API', async () => {
     const page = await manager.get(`/p/${world.code}/api`);

@@ -1,13 +1,11 @@
 import { expect } from 'chai';
 import { latestToday } from '../../src/domain/patients/enrolPatient.js';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { sdx } from '../helpers/sdxCli.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /** The card's facts as text, where the consent state shows. */
 function facts(page: PortalReply): string {
@@ -23,8 +21,7 @@ function tomorrowEverywhere(): string {
 
 /** Consent recorded on the patient card (issue 19, point 2), through the same use case as `sdx patient consent`. */
 describe('staff portal: consent on the patient card', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let staff: PortalClient;
   let subject: string;
   const card = () => `/p/${world.code}/s/${subject}`;
@@ -42,9 +39,6 @@ describe('staff portal: consent on the patient card', () => {
   });
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'nurse@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Nina Nurse');
     await addStaff(app.db.knex, 'other@sdx.test', { study: world.code, role: 'site_staff', sites: ['02'] }, 'Oleg Other');
     staff = new PortalClient(app.baseUrl);
@@ -53,7 +47,6 @@ describe('staff portal: consent on the patient card', () => {
   beforeEach(async () => {
     subject = await enrol('01');
   });
-  after(() => app.close());
 
   it('records consent given, with the person as the audit author, after which the patient\'s records load', async () => {
     expect(at((await sendVitals(subject)).body.results, 0).code).to.equal('consent_missing');

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { createStudyWorld, giveConsent, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 type FhirImport = AnswerOf<'importFhirRecord', 201>;
 type Item = FhirImport['items'][number];
@@ -50,20 +49,15 @@ function itemRow(page: PortalReply, position: number): string {
 }
 
 describe('staff portal: the FHIR review page', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let staff: PortalClient;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'nurse@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Nina Nurse');
     await addStaff(app.db.knex, 'other@sdx.test', { study: world.code, role: 'site_staff', sites: ['02'] });
     staff = new PortalClient(app.baseUrl);
     expect((await staff.signIn('nurse@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => app.close());
 
   /** A patient with a saved screening vital-signs form, and Buster's file proposed for review. */
   async function proposed(withSavedForm = true, file: Buffer = BUSTER, mode = 'review'): Promise<{ subject: string; url: string; items: Item[] }> {

@@ -1,11 +1,10 @@
 import { expect } from 'chai';
-import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, makeKey } from '../helpers/factories.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /** A section of the card (by its id) as text without tags. */
 function section(page: PortalReply, id: string): string {
@@ -15,17 +14,13 @@ function section(page: PortalReply, id: string): string {
 }
 
 describe('staff portal: the patient card', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let subject: string;
   let staff: PortalClient;
   /** A key whose name needs escaping: it sends the values and answers the query they open. */
   let lims: string;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'blinded@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Bea Blinded');
     await addStaff(app.db.knex, 'unblinded@sdx.test', { study: world.code, role: 'manager', unblinded: true }, 'Uma Unblinded');
     lims = (await makeKey(app.db.knex, { study: world.code, by: world.manager, name: 'Ward <LIMS>' })).key;
@@ -47,7 +42,6 @@ describe('staff portal: the patient card', () => {
     staff = new PortalClient(app.baseUrl);
     expect((await staff.signIn('blinded@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => app.close());
 
   it('shows the patient, the values of each visit\'s forms, with units, choice labels, not-done marks and table rows', async () => {
     const card = await staff.get(`/p/${world.code}/s/${subject}`);

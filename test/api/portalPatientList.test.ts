@@ -1,9 +1,7 @@
 import { expect } from 'chai';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /** The subjects listed on a study page, in order. */
 const subjectsOn = (html: string): string[] => [...html.matchAll(/<a href="\/p\/[^/]+\/s\/[^"]+">([^<]+)<\/a>/g)].map(([, subject = '']) => subject);
@@ -11,8 +9,7 @@ const subjectsOn = (html: string): string[] => [...html.matchAll(/<a href="\/p\/
 const link = (html: string, id: string): string | undefined => new RegExp(`<a href="([^"]+)" id="${id}">`).exec(html)?.[1]?.replaceAll('&amp;', '&');
 
 describe('staff portal: the study\'s patient list, searched and paged', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let manager: PortalClient;
   let site01: PortalClient;
 
@@ -23,9 +20,6 @@ describe('staff portal: the study\'s patient list, searched and paged', () => {
 
   before(async function () {
     this.timeout(120_000);
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addStaff(app.db.knex, 'lead@sdx.test', { study: world.code, role: 'manager' });
     await addStaff(app.db.knex, 'nurse01@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] });
     for (let i = 0; i < 55; i++) await enrol('01');
@@ -35,7 +29,6 @@ describe('staff portal: the study\'s patient list, searched and paged', () => {
     site01 = new PortalClient(app.baseUrl);
     expect((await site01.signIn('nurse01@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => app.close());
 
   it('shows 50 patients a page in subject order, the next page after the last subject shown, without skipping one enrolled meanwhile', async () => {
     const first = await manager.get(`/p/${world.code}`);
