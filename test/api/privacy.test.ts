@@ -2,10 +2,9 @@ import { AssertionError, expect } from 'chai';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, demoDesign, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { demoDesign, giveConsent, operator } from '../helpers/factories.js';
 import { requireOtherFilesScanned, scanResponse } from '../helpers/responseScan.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /**
  * Read calls never return a patient's birth year or hospital identity, the private attributes a patient
@@ -26,16 +25,15 @@ function leaves(value: unknown): unknown[] {
 /** A page of any of the four reads (or its refusal), as the scan reads it: `next` when there is another page. */
 type ReadPage = Record<string, unknown> & { next?: string | null };
 describe('privacy of the read calls (with every answer of the run scanned)', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  // First, as before: the end-of-run check then knows of this file even when the set-up below fails.
+  before(function () {
+    requireOtherFilesScanned(this.test!.file!);
+  });
+  const { app, world } = useStudyWorld({ design: demoDesign('PRIV') });
   // Characters outside base64url in the identifier, so no page token can contain it by chance.
   const own = { identity: [{ system: 'urn:oid:1.2.643.100.3', value: 'MRN~7364~PRIV' }], birthYear: 1907 };
 
-  before(async function () {
-    requireOtherFilesScanned(this.test!.file!);
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex, demoDesign('PRIV'));
+  before(async () => {
     const subjects: string[] = [];
     for (const site of ['01', '01', '02']) {
       const res = await app.call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/PRIV/patients', { key: world.key, body: { site, sex: 'female', birth_year: 1960, enrolled_on: '2026-01-02' } });
@@ -51,7 +49,6 @@ describe('privacy of the read calls (with every answer of the run scanned)', () 
     // The hospital identity is linked by a confirmed FHIR import; set here, it is the same column's value.
     await app.db.knex('patients').update({ fhir_identity: JSON.stringify(own.identity), birth_year: own.birthYear });
   });
-  after(() => app.close());
 
   it('returns no private attribute in any read call, filter, page, language or removal', async () => {
     const knex = app.db.knex;

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, giveConsent, makeBlindedKey, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, makeBlindedKey, makeKey, operator } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import type { Reply } from '../helpers/testApp.js';
 
 /**
  * Queries both ways (issue 22.2) through real HTTP: keys answer, raise and close queries, each step shows
@@ -20,8 +20,7 @@ type RecordResult = AnswerOf<'submitFormRecords', 200>['results'][number];
 type Body = Record<string, unknown>;
 
 describe('queryThreads', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
   /** Keys besides the world's own (every right, every site, an unblinded maker). */
   const keys = { lab: '', sponsor: '', readOnly: '', siteTwo: '', blinded: '' };
 
@@ -70,10 +69,7 @@ describe('queryThreads', () => {
   }
 
   before(async () => {
-    app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
     const knex = app.db.knex;
-    await resetDatabase(knex);
-    world = await createStudyWorld(knex);
     keys.lab = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Ward LIMS' })).key;
     keys.sponsor = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Sponsor CTMS' })).key;
     keys.readOnly = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Reader', canWrite: false })).key;
@@ -88,7 +84,6 @@ describe('queryThreads', () => {
     ]);
     expect(results.map((r) => r.code)).to.deep.equal(['saved_with_queries', 'saved', 'saved_with_queries', 'saved_with_queries', 'saved', 'saved']);
   });
-  after(() => app.close());
 
   describe('a key answers an automatic query', () => {
     let query: Query;

@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, giveConsent, makeKey, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, makeKey } from '../helpers/factories.js';
 import { assertMatchesSpec, operationOf } from '../helpers/specValidation.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/serviceProcess.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
 
 /** An answer of either process; its body is read only for a refusal's members, which a page lacks. */
 interface Answer { status: number; headers: Headers; body: Partial<Problem> }
@@ -44,25 +44,21 @@ const rateHeaders = (a: Answer) => ({
 });
 
 describe('rate limit and usage counters across service processes', () => {
-  let app: TestApp;
+  const { app, world } = useStudyWorld();
   let second: ServiceProcess;
   let small: TestApp;
   let smallTwin: TestApp;
-  let world: StudyWorld;
 
   before(async function () {
     // Starting a second service process compiles the whole service once more: slow on a busy machine.
     this.timeout(120_000);
-    // The service at the default 600 a minute in this process and in a second OS process, and two more
-    // instances at 5 a minute in this process (each with its own limiter) for the window's details.
-    [app, second, small, smallTwin] = await Promise.all([
-      startTestApp(),
+    // The service at the default 600 a minute in this process (`app`) and in a second OS process, and two
+    // more instances at 5 a minute in this process (each with its own limiter) for the window's details.
+    [second, small, smallTwin] = await Promise.all([
       startServiceProcess({}),
       startTestApp({ RATE_LIMIT_PER_MINUTE: '5' }),
       startTestApp({ RATE_LIMIT_PER_MINUTE: '5' }),
     ]);
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     for (const site of ['01', '02']) {
       const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', '/api/v1/studies/DEMO/patients', { key: world.key, body: { site, sex: 'male', birth_year: 1970, enrolled_on: '2026-02-01' } });
       expect(enrolled.status).to.equal(201);
@@ -70,7 +66,7 @@ describe('rate limit and usage counters across service processes', () => {
     }
   });
   after(async () => {
-    await Promise.all([second?.stop(), app?.close(), small?.close(), smallTwin?.close()]);
+    await Promise.all([second?.stop(), small?.close(), smallTwin?.close()]);
   });
 
   it('answers 601 reads inside a minute from one key, spread over two processes, with exactly one 429; request count and rows read are exact', async () => {

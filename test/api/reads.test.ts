@@ -4,12 +4,12 @@ import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { submitRecords, type RecordInput } from '../../src/domain/records/submitRecords.js';
 import { requireStudy } from '../../src/domain/studies/requireStudy.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { createStudyWorld, demoDesign, giveConsent, makeBlindedKey, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { createStudyWorld, demoDesign, giveConsent, makeBlindedKey, makeKey, operator } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
 import { readRun } from '../helpers/readRun.js';
-import { startTestApp, type Reply, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
+import type { Reply, TestApp } from '../helpers/testApp.js';
 
 /**
  * The three read calls (listPatients, listFormRecords, listQueries) through real HTTP: every filter
@@ -67,8 +67,7 @@ function expectInvalid(res: Reply<Problem>, errors: { pointer: string; code: str
 }
 
 describe('read calls (listPatients, listFormRecords, listQueries)', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld({ env: { RATE_LIMIT_PER_MINUTE: '100000' } });
   let blindedKey: string;
   let siteOneKey: string;
   let writeOnlyKey: string;
@@ -109,10 +108,7 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
   }
 
   before(async () => {
-    app = await startTestApp({ RATE_LIMIT_PER_MINUTE: '100000' });
     const knex = app.db.knex;
-    await resetDatabase(knex);
-    world = await createStudyWorld(knex);
     blindedKey = await makeBlindedKey(knex, 'DEMO', 'Blinded sponsor');
     siteOneKey = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Site 01 sponsor', sites: ['01'] })).key;
     writeOnlyKey = (await makeKey(knex, { study: 'DEMO', by: world.manager, name: 'Lab', canRead: false })).key;
@@ -163,7 +159,6 @@ describe('read calls (listPatients, listFormRecords, listQueries)', () => {
     // 01-003 withdraws consent to the use of their data: from now on invisible to every read call.
     await inTransaction(knex, (stores) => recordConsent(stores, operator, { study: 'DEMO', subject: '01-003', change: { withdrawn: '2026-02-01', dataUse: true } }));
   });
-  after(() => app.close());
 
   /** Records as the database holds them for the patients a key may see, by id. */
   async function databaseRecords(knex: Knex): Promise<{ id: number; subject: string; form: string; updated_at: Date }[]> {

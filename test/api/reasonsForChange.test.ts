@@ -5,8 +5,7 @@ import { PortalClient } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 type Row = Record<string, unknown>;
 type RecordsResult = AnswerOf<'submitFormRecords', 200>;
@@ -21,8 +20,7 @@ const BUSTER = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235k
  * overwrite without one, through the API and on the FHIR review page alike, and saves nothing of it.
  */
 describe('reasons for change', () => {
-  let app: TestApp;
-  let strict: StudyWorld;
+  const { app, world: strict } = useStudyWorld({ design: demoDesign('WHY', (d) => { d.reason_required_on_update = true; }) });
   let plain: StudyWorld;
   const vitals = { vsdate: '2026-03-02', sbp: '120', dbp: '80', hr: '70' };
 
@@ -45,12 +43,8 @@ describe('reasons for change', () => {
       .body.records.find((r) => r.form === 'vs'), 'the vital signs').values;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    strict = await createStudyWorld(app.db.knex, demoDesign('WHY', (d) => { d.reason_required_on_update = true; }));
     plain = await createStudyWorld(app.db.knex, demoDesign('FREE'));
   });
-  after(() => app.close());
 
   it('keeps the reason of an update on the audit row of each changed value, after the key\'s statement', async () => {
     const subject = await patient(plain);

@@ -6,8 +6,7 @@ import { inTransaction } from '../../src/db/stores.js';
 import { addPerson, createStudyWorld, demoDesign, giveConsent, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /**
  * The records call (submitFormRecords) through real HTTP: every data-entry rule, what the database
@@ -67,8 +66,7 @@ const typesDesign = () => demoDesign('TYPES', (d) => {
 });
 
 describe('submitFormRecords', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let types: StudyWorld;
   let blindedKey: string;
   let site01Key: string;
@@ -115,16 +113,12 @@ describe('submitFormRecords', () => {
     .select<QueryRow[]>('q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by', 's.number as site');
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(knex());
-    world = await createStudyWorld(knex());
     await addPerson(knex(), world.code, 'blinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: false });
     blindedKey = (await makeKey(knex(), { study: world.code, by: 'blinded-manager@sdx.test', name: 'LIMS' })).key;
     site01Key = (await makeKey(knex(), { study: world.code, by: world.manager, sites: ['01'] })).key;
     readOnlyKey = (await makeKey(knex(), { study: world.code, by: world.manager, canWrite: false, canEnrol: false })).key;
     types = await createStudyWorld(knex(), typesDesign());
   });
-  after(() => app.close());
 
   describe('saving', () => {
     it('saves a complete record: ok/saved with its id, values as sent, source api, one audit row per value by "<key name> (API)"', async () => {

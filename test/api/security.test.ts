@@ -16,8 +16,9 @@ import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { assertMatchesSpec } from '../helpers/specValidation.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, only, present } from '../helpers/only.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase, testConfig } from '../helpers/testDatabase.js';
+import { testConfig } from '../helpers/testDatabase.js';
 
 /**
  * The OWASP API Security Top 10 (2023) items that no other file tests (SECURITY.md lists every item
@@ -64,17 +65,14 @@ async function serveOver(connection: string, searchPath?: string): Promise<{ bas
 }
 
 describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
-  let app: TestApp;
+  const { app, world } = useStudyWorld();
   let small: TestApp;
-  let world: StudyWorld;
   let other: StudyWorld;
   let manager: PortalClient;
 
   before(async () => {
-    [app, small] = await Promise.all([startTestApp(), startTestApp({ RATE_LIMIT_PER_MINUTE: '5' })]);
+    small = await startTestApp({ RATE_LIMIT_PER_MINUTE: '5' });
     const { knex } = app.db;
-    await resetDatabase(knex);
-    world = await createStudyWorld(knex);
     other = await createStudyWorld(knex, demoDesign('OTHER'));
     // The same subject in both studies, each with a FHIR import: only the study code tells them apart.
     for (const study of [world, other]) {
@@ -88,7 +86,7 @@ describe('OWASP API Security Top 10 (2023): what no other file covers', () => {
     manager = new PortalClient(app.baseUrl);
     expect((await manager.signIn('demo-manager@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
   });
-  after(() => Promise.all([app.close(), small.close()]));
+  after(() => small.close());
 
   describe('API1 broken object level authorization', () => {
     it('keeps a manager of one study off the patient card, FHIR review and keys of another study, even under the same subject', async () => {

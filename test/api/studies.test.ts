@@ -3,11 +3,10 @@ import { expect } from 'chai';
 import * as yaml from 'js-yaml';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { inTransaction } from '../../src/db/stores.js';
-import { addPerson, createStudyWorld, demoDesign, makeKey, operator, type StudyWorld } from '../helpers/factories.js';
+import { addPerson, createStudyWorld, demoDesign, makeKey, operator } from '../helpers/factories.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { at, present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /** The demo design file as written, read without our parser, so the design call is compared with the file itself. */
 const demoFile = yaml.load(readFileSync('studies/demo.yaml', 'utf8')) as {
@@ -41,8 +40,7 @@ const DEMO_CHECKS = [
 type Design = AnswerOf<'getStudyDesign', 200>;
 
 describe('getStudyDesign', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let blindedKey: string;
   let site02Key: string;
   let readOnlyKey: string;
@@ -51,9 +49,6 @@ describe('getStudyDesign', () => {
   const path = () => `/api/v1/studies/${world.code}`;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     await addPerson(app.db.knex, world.code, 'blinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: false });
     blindedKey = (await makeKey(app.db.knex, { study: world.code, by: 'blinded-manager@sdx.test', name: 'Blinded LIMS' })).key;
     site02Key = (await makeKey(app.db.knex, { study: world.code, by: world.manager, sites: ['02'] })).key;
@@ -61,7 +56,6 @@ describe('getStudyDesign', () => {
     writeOnlyKey = (await makeKey(app.db.knex, { study: world.code, by: world.manager, canRead: false, canEnrol: false })).key;
     otherStudyKey = (await createStudyWorld(app.db.knex, demoDesign('OTHER'))).key;
   });
-  after(() => app.close());
 
   it('returns the study, the key\'s sites, the visits in order and every form with its fields exactly as in the design file', async () => {
     const res = await app.call<Design>('GET', path(), { key: world.key });

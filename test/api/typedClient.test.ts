@@ -18,10 +18,9 @@ import {
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { inTransaction } from '../../src/db/stores.js';
 import { startContractProxy, type ContractProxy } from '../helpers/contractProxy.js';
-import { createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { giveConsent, operator } from '../helpers/factories.js';
 import { at } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /**
  * The whole typical order of use (design → enrol → records → read back every page → incremental
@@ -30,23 +29,16 @@ import { resetDatabase } from '../helpers/testDatabase.js';
  * the last test asserts Prism found no request or response that breaks spec/openapi.yaml.
  */
 describe('the typed client (clients/typescript) through the contract proxy', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   let proxy: ContractProxy;
   let client: SdxClient;
   const path = (study: string) => ({ params: { path: { study_code: study } } });
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
     proxy = await startContractProxy(app.baseUrl);
     client = createSdxClient({ baseUrl: proxy.url, key: world.key });
   });
-  after(async () => {
-    await proxy?.close();
-    await app?.close();
-  });
+  after(() => proxy?.close());
 
   it('reads the study design, then gets 304 for its ETag', async () => {
     const first = await client.GET('/api/v1/studies/{study_code}', path(world.code));

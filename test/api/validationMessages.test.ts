@@ -1,10 +1,8 @@
 import { expect } from 'chai';
 import type { components } from '../../generated/openapi.js';
 import type { Problem } from '../helpers/answerTypes.js';
-import { createStudyWorld, type StudyWorld } from '../helpers/factories.js';
 import { present } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 /**
  * Issue 19.5: a request the contract refuses is answered with errors a person can act on, in English
@@ -12,8 +10,7 @@ import { resetDatabase } from '../helpers/testDatabase.js';
  * format with an example, the limit) and the value received, shortened.
  */
 describe('refusals by the contract name the allowed values, the format and the value received', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld();
   const enrolment = (over: Record<string, unknown> = {}) => ({ site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-01-15', ...over });
   const enrol = (body: unknown, lang = 'en') => app.call<Problem>('POST', `/api/v1/studies/${world.code}/patients?lang=${lang}`, { key: world.key, body });
   const list = (query: string) => app.call<Problem>('GET', `/api/v1/studies/${world.code}/patients?${query}`, { key: world.key });
@@ -22,13 +19,6 @@ describe('refusals by the contract name the allowed values, the format and the v
     expect(entry, `an entry at ${pointer} in ${JSON.stringify(body.errors)}`).to.not.equal(undefined);
     return present(entry, `an entry at ${pointer}`);
   };
-
-  before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex);
-  });
-  after(() => app.close());
 
   it('enum: an enrolment with sex "F" and lang=ru is refused in Russian naming female, male, other, unknown', async () => {
     const ru = await enrol(enrolment({ sex: 'F' }), 'ru');

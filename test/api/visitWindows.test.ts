@@ -3,8 +3,7 @@ import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
 import { createStudyWorld, demoDesign, giveConsent, type StudyWorld } from '../helpers/factories.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { at } from '../helpers/only.js';
-import { startTestApp, type TestApp } from '../helpers/testApp.js';
-import { resetDatabase } from '../helpers/testDatabase.js';
+import { useStudyWorld } from '../helpers/studyWorld.js';
 
 type Row = Record<string, unknown>;
 
@@ -14,8 +13,7 @@ type Row = Record<string, unknown>;
  * counted from the enrolment date, opens an automatic query and gives `warn`; correcting the date closes it.
  */
 describe('visit windows (submitFormRecords)', () => {
-  let app: TestApp;
-  let world: StudyWorld;
+  const { app, world } = useStudyWorld({ design: demoDesign('WIN') });
   let plain: StudyWorld;
   let stored: StudyWorld;
   const ENROLLED_ON = '2026-03-02';
@@ -33,14 +31,10 @@ describe('visit windows (submitFormRecords)', () => {
     (await app.call<AnswerOf<'listQueries', 200>>('GET', `/api/v1/studies/${world.code}/queries?subject=${subject}&status=${status}`, { key: world.key })).body.queries;
 
   before(async () => {
-    app = await startTestApp();
-    await resetDatabase(app.db.knex);
-    world = await createStudyWorld(app.db.knex, demoDesign('WIN'));
     plain = await createStudyWorld(app.db.knex, demoDesign('NOWIN', (d) => { d.visit_window_queries = false; }));
     // A design stored before the member existed: the check applies, as the schema's default does.
     stored = await createStudyWorld(app.db.knex, demoDesign('OLDWIN', (d) => { delete (d as Partial<StudyDesign>).visit_window_queries; }));
   });
-  after(() => app.close());
 
   it('opens an "outside the visit window" query for a baseline date months away, and answers warn', async () => {
     const subject = await patient(world);
