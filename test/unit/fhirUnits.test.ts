@@ -1,4 +1,5 @@
-import ucum from '@lhncbc/ucum-lhc';
+import { createRequire } from 'node:module';
+import type ucumModule from '@lhncbc/ucum-lhc';
 import { expect } from 'chai';
 import type { DecimalFieldDef, IntegerFieldDef } from '../../src/domain/studyDesign/types.js';
 import { convertUnit, formatForField, roundForField } from '../../src/domain/fhir/unitConversion.js';
@@ -48,7 +49,9 @@ describe('unitConversion', () => {
     }
 
     it('asks the library once per unit pair, however often the pair comes', () => {
-      // getInstance() makes a new object each time: the prototype is what every instance shares.
+      // getInstance() makes a new object each time: the prototype is what every instance shares. Required as
+      // unitConversion.ts loads it, so that both see the same module.
+      const ucum = createRequire(import.meta.url)('@lhncbc/ucum-lhc') as typeof ucumModule;
       const library = ucum.UcumLhcUtils.prototype;
       // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be put back on the prototype; it is only ever applied to `this`.
       const original = library.convertUnitTo;

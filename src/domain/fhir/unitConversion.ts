@@ -2,7 +2,8 @@
  * UCUM unit conversion for imported quantities (https://ucum.org), through the National Library of
  * Medicine's `@lhncbc/ucum-lhc`, and the rounding of converted numbers to a field's precision.
  */
-import ucum from '@lhncbc/ucum-lhc';
+import { createRequire } from 'node:module';
+import type ucum from '@lhncbc/ucum-lhc';
 import type { DecimalFieldDef, IntegerFieldDef } from '../studyDesign/types.js';
 
 /** A field that holds a number in a unit. */
@@ -10,7 +11,18 @@ export type NumericFieldDef = IntegerFieldDef | DecimalFieldDef;
 
 type Converter = (value: number) => number;
 
-const utils = ucum.UcumLhcUtils.getInstance();
+type UcumUtils = ReturnType<typeof ucum.UcumLhcUtils.getInstance>;
+let loaded: UcumUtils | undefined;
+
+/**
+ * The library, loaded by the first conversion rather than at start-up: its unit tables add about 14 MB to a
+ * process's resident memory, also to one that never imports FHIR, such as one serving the exports whose peak
+ * memory issue 23.3 bounds (bench/README.md, "Export memory"), as the FHIR R4 validators are (validateR4.ts).
+ */
+function utils(): UcumUtils {
+  loaded ??= (createRequire(import.meta.url)('@lhncbc/ucum-lhc') as typeof ucum).UcumLhcUtils.getInstance();
+  return loaded;
+}
 
 /**
  * Asks the library without letting it print: for some unit strings it cannot parse it writes the string,
@@ -18,11 +30,11 @@ const utils = ucum.UcumLhcUtils.getInstance();
  * client text in the service's logs (a forged log line, or a patient's data). The call is synchronous,
  * so nothing else logs while console.log is silenced.
  */
-function convertQuietly(...args: Parameters<typeof utils.convertUnitTo>): ReturnType<typeof utils.convertUnitTo> {
+function convertQuietly(...args: Parameters<UcumUtils['convertUnitTo']>): ReturnType<UcumUtils['convertUnitTo']> {
   const log = console.log;
   console.log = () => undefined;
   try {
-    return utils.convertUnitTo(...args);
+    return utils().convertUnitTo(...args);
   } finally {
     console.log = log;
   }
