@@ -33,7 +33,18 @@ export function freePort(): Promise<number> {
  * processes share nothing but PostgreSQL; or with the database `env` chooses.
  */
 export async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
-  const port = await freePort();
+  // The port was free when probed, but on a shared machine another process can take it before the child
+  // listens (EADDRINUSE): then the child starts again on another, unless the caller chose the port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnPort(env, await freePort());
+    } catch (error) {
+      if (env.PORT !== undefined || attempt === 3 || !(error instanceof Error && /EADDRINUSE/.test(error.message))) throw error;
+    }
+  }
+}
+
+async function startOnPort(env: NodeJS.ProcessEnv, port: number): Promise<ServiceProcess> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://127.0.0.1:${port}` };
   // The child must use exactly the suite's database: nothing inherited may point it elsewhere.
   for (const name of DATABASE_VARIABLES) delete childEnv[name];
