@@ -1,11 +1,10 @@
 import { actorRef, authorOf, type Actor } from '../actor.js';
-import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
-import { queryEvent } from './queryEvent.js';
 import { reachableQuery } from './reachableQuery.js';
 import { answerRefusal, queryText } from './queryRules.js';
+import { recordQueryStep } from './queryStep.js';
 
 /**
  * Answers a query (issue 22.2): the answer joins the query's thread and the query becomes `answered`,
@@ -26,11 +25,7 @@ export async function answerQuery(
   const refusal = answerRefusal(query);
   if (refusal) throw new DomainError(refusal, { id: query.id });
   const answerId = await stores.queries.answer(query.id, { text, author: actorRef(actor), authorName: authorOf(actor) });
-  await stores.audit.append([auditEntry(actor, study.id, {
-    action: 'query.answered', patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, newValue: text,
-    details: { query_id: query.id, answer_id: answerId },
-  })]);
-  const stepped = await stores.queries.read(query.id);
-  await stores.webhooks.publish([queryEvent(study, 'query.answered', stepped)]);
-  return stepped;
+  return recordQueryStep(stores, actor, study, 'answered', query.id, {
+    patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, newValue: text, details: { query_id: query.id, answer_id: answerId },
+  });
 }

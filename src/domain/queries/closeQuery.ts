@@ -1,11 +1,10 @@
 import { actorRef, authorOf, reasonOf, type Actor } from '../actor.js';
-import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
-import { queryEvent } from './queryEvent.js';
 import { reachableQuery } from './reachableQuery.js';
 import { closeRefusal, queryText } from './queryRules.js';
+import { recordQueryStep } from './queryStep.js';
 
 /**
  * Closes a query with a reason (issue 22.2): one the actor raised, or one that is answered. The one
@@ -27,11 +26,7 @@ export async function closeQuery(
   const refusal = closeRefusal(query, closer);
   if (refusal) throw new DomainError(refusal, { id: query.id });
   await stores.queries.close([query.id], { type: closer.type, by: authorOf(actor), reason });
-  await stores.audit.append([auditEntry(actor, study.id, {
-    action: 'query.closed', patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, reason: reasonOf(actor, reason),
-    details: { query_id: query.id },
-  })]);
-  const stepped = await stores.queries.read(query.id);
-  await stores.webhooks.publish([queryEvent(study, 'query.closed', stepped)]);
-  return stepped;
+  return recordQueryStep(stores, actor, study, 'closed', query.id, {
+    patientId: query.patientId, recordId: query.recordId, fieldCode: query.fieldCode, reason: reasonOf(actor, reason), details: { query_id: query.id },
+  });
 }

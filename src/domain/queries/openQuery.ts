@@ -1,12 +1,11 @@
 import { actorRef, authorOf, type Actor } from '../actor.js';
-import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
-import { queryEvent } from './queryEvent.js';
 import { queryablePlace, queryText } from './queryRules.js';
+import { recordQueryStep } from './queryStep.js';
 
 /** The place a query is raised on, as a client names it (spec, QueryOpening). */
 export interface QueryOpeningInput {
@@ -60,10 +59,7 @@ export async function openQuery(
     checkCode: null, message, openedBy: authorOf(actor), opener: actorRef(actor),
   }]);
   if (queryId === undefined) throw new Error('the query store gave no id for the query it inserted');
-  await stores.audit.append([auditEntry(actor, study.id, {
-    action: 'query.opened', patientId: patient.id, recordId: record.id, fieldCode: input.field, newValue: message, details: { query_id: queryId },
-  })]);
-  const stepped = await stores.queries.read(queryId);
-  await stores.webhooks.publish([queryEvent(study, 'query.opened', stepped)]);
-  return stepped;
+  return recordQueryStep(stores, actor, study, 'opened', queryId, {
+    patientId: patient.id, recordId: record.id, fieldCode: input.field, newValue: message, details: { query_id: queryId },
+  });
 }
