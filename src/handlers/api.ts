@@ -97,15 +97,6 @@ function writeReply(reply: AnyReply, ctx: KoaContext): void {
   ctx.body = json;
 }
 
-/** Refuses a path that cannot be decoded: openapi-backend decodes path parameters with decodeURIComponent, which throws on a broken escape (`%E0%A4%A`). */
-function refuseUndecodablePath(path: string): void {
-  try {
-    decodeURIComponent(path);
-  } catch {
-    throw new DomainError('invalid_parameter', {}, [{ pointer: '/path', code: 'invalid_encoding' }]);
-  }
-}
-
 /** The refusal of a request no operation takes, by openapi-backend's own answer: no such path (404) or not this method (405). */
 function routeRefusal(backend: OpenAPIBackend, request: Request): DomainError {
   try {
@@ -146,7 +137,7 @@ function refuseUnknownParameters(c: Context): void {
 
 /** The API as the Koa app uses it. */
 export interface Api {
-  /** The operation a request is for; undefined when no operation takes its method and path. A path that cannot be decoded is refused. */
+  /** The operation a request is for; undefined when no operation takes its method and path. A path that cannot be decoded is refused (routes.ts). */
   operationOf(request: Request): Operation | undefined;
   /** Answers a request whose body (if any) the app has read: every refusal is thrown as a DomainError. */
   answer(ctx: KoaContext): Promise<void>;
@@ -192,15 +183,11 @@ export async function createApi(services: Services): Promise<Api> {
   }
 
   return {
-    operationOf: (request) => {
-      refuseUndecodablePath(request.path);
-      return routeOf(request)?.operation;
-    },
+    operationOf: (request) => routeOf(request)?.operation,
     async answer(ctx) {
       const request: Request = {
         method: ctx.method, path: ctx.path, headers: ctx.headers as Record<string, string>, query: ctx.query as Record<string, string>, body: ctx.request.body,
       };
-      refuseUndecodablePath(ctx.path);
       const route = routeOf(request);
       if (!route) throw routeRefusal(backend, request);
       const { operation } = route;

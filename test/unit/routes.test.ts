@@ -1,6 +1,7 @@
 import { parse as parseQueryString } from 'node:querystring';
 import { expect } from 'chai';
 import { OpenAPIBackend, type Request } from 'openapi-backend';
+import { DomainError } from '../../src/domain/errors.js';
 import { rememberedRoutes } from '../../src/handlers/routes.js';
 import { loadSpec, routedDocument } from '../../src/handlers/spec.js';
 
@@ -39,6 +40,13 @@ describe('rememberedRoutes', () => {
     expect(routeOf(koaRequest('GET', '/api/v1/studies/DEMO'))?.operation.operationId).to.equal('getStudyDesign');
     expect(routeOf(koaRequest('GET', '/api/v1/studies/D%C3%89MO%20X/patients'))?.params).to.deep.equal({ study_code: 'DÉMO X' });
     expect(routeOf(koaRequest('DELETE', '/api/v1/studies/DEMO'))).to.equal(undefined);
+  });
+
+  it('refuses a path that cannot be decoded, before asking the router', async () => {
+    const api = new OpenAPIBackend({ definition: routedDocument(loadSpec()), strict: true, validate: false });
+    await api.init();
+    const routeOf = rememberedRoutes(api.router);
+    expect(() => routeOf(koaRequest('GET', '/api/v1/studies/%E0%A4%A'))).to.throw(DomainError).with.property('code', 'invalid_parameter');
   });
 
   it('asks the router once per method and path', async () => {
