@@ -47,9 +47,12 @@ function stdoutEachTurn(): DestinationStream {
   };
 }
 
+/** Stdout as the access log writes it: one for the process, whatever number of apps share it. */
+let accessLines: DestinationStream | undefined;
+
 /** The access log, on stdout. */
 export function accessLogger(): Logger {
-  return jsonLines(stdoutEachTurn());
+  return jsonLines((accessLines ??= stdoutEachTurn()));
 }
 
 /** The failure log: rare lines, written at once through process.stderr, so nothing of a crash is lost. */
