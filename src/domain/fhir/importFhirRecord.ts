@@ -80,7 +80,8 @@ export async function importFhirRecord(
     return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, placements: itemPlacements(waiting.items, study.design, patient.enrolledOn), repeated: true };
   }
   const ids = await stores.studies.designIds(study);
-  const design = designForKey(study, await stores.studies.sites(study), key);
+  const sites = await stores.studies.sites(study);
+  const design = designForKey(study, sites, key);
   const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
   const { items } = mapToEcrf(input.entries, design, { enrolledOn: patient.enrolledOn, saved: savedLookup(current) });
   if (input.mode === 'save') {
@@ -121,7 +122,7 @@ export async function importFhirRecord(
   const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
   await stores.audit.append([auditEntry(actor, study.id, { action: `fhir.import_${status}`, patientId: patient.id, details: { import_id: id, number, mode: input.mode, counts } })]);
   if (status === 'proposed') {
-    const site = (await stores.studies.sites(study)).find((s) => s.id === patient.siteId)!;
+    const site = sites.find((s) => s.id === patient.siteId)!;
     await stores.webhooks.publish([studyEvent(study, 'fhir_import.proposed', { subject: patient.subject, site: site.number, import_id: importIdOf(study.code, patient.subject, number) })]);
   }
   return { id, number, subject: patient.subject, status, mode: input.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: false };
