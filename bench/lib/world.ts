@@ -157,7 +157,14 @@ export async function seedRecords(knex: Knex, study: BenchStudy, records: Iterab
   return count;
 }
 
-/** Starts every rate window afresh, so one phase's requests never count against the next. */
+/**
+ * Starts every rate window afresh, so one phase's requests never count against the next. A load run's last
+ * requests may still be counted as this runs, so it takes the locks in the service's order (keys, then their
+ * minutes: src/db/rateLimits.ts); a bare delete locks the minutes in the table's order and can deadlock with them.
+ */
 export async function resetRateWindows(knex: Knex): Promise<void> {
-  await knex('rate_limits').del();
+  await knex.transaction(async (trx) => {
+    await trx.raw('select id from api_keys order by id for update');
+    await trx('rate_limits').del();
+  });
 }
