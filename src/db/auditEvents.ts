@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { CHAIN_START, chainHash, type ChainedContent } from '../domain/auditChain.js';
 import type { AuditEntry, AuditStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
-import { beforeCommit, withTransaction } from './transaction.js';
+import { withTransaction, type BeforeCommit } from './transaction.js';
 
 const TABLE = 'audit_events';
 
@@ -19,10 +19,12 @@ const CHECKPOINT_LOCK = 0x5d_a0d18;
 
 /**
  * The audit trail. Entries are buffered during a use case and appended as its transaction's last
- * step (see beforeCommit), under a per-study advisory lock that the commit right after releases:
- * the chain follows commit order without the lock being held across the use case's own work.
+ * step (`beforeCommit`, given with the transaction by withTransaction), under a per-study advisory lock
+ * that the commit right after releases: the chain follows commit order without the lock being held across
+ * the use case's own work. In a transaction without that step, appending is refused, so entries can never
+ * be silently dropped.
  */
-export function auditStore(db: Knex): AuditStore {
+export function auditStore(db: Knex, beforeCommit?: BeforeCommit): AuditStore {
   const buffered: AuditEntry[] = [];
   const flush = async (trx: Knex) => {
     if (buffered.length === 0) return;
@@ -61,8 +63,9 @@ export function auditStore(db: Knex): AuditStore {
       buffered.push(...entries);
       // Outside a transaction there is no commit to wait for: write at once, in a transaction of its own.
       if (!db.isTransaction) return withTransaction(db, (trx) => flush(trx));
+      if (!beforeCommit) throw new Error('the audit trail needs the commit step of a transaction opened by withTransaction');
       if (!hooked) {
-        beforeCommit(db, () => flush(db));
+        beforeCommit(() => flush(db));
         hooked = true;
       }
     },

@@ -15,17 +15,20 @@ import { readStore } from './readPages.js';
 import { recordStore } from './records.js';
 import { sessionStore } from './sessions.js';
 import { studyStore } from './studies.js';
-import { withTransaction, type IsolationLevel } from './transaction.js';
+import { withTransaction, type BeforeCommit, type IsolationLevel } from './transaction.js';
 import { webhookStore } from './webhooks.js';
 
-/** Every store bound to one connection or transaction: what a use case receives. */
-export function createStores(db: Knex) {
+/**
+ * Every store bound to one connection or transaction: what a use case receives. A transaction's stores
+ * come from `inTransaction`, which gives them its commit step (the audit trail is written there).
+ */
+export function createStores(db: Knex, beforeCommit?: BeforeCommit) {
   return {
     studies: studyStore(db),
     people: peopleStore(db),
     patients: patientStore(db),
     apiKeys: apiKeyStore(db),
-    audit: auditStore(db),
+    audit: auditStore(db, beforeCommit),
     records: recordStore(db),
     queries: queryStore(db),
     reads: readStore(db),
@@ -46,5 +49,5 @@ export type AllStores = ReturnType<typeof createStores>;
 
 /** Runs a use case over stores bound to one transaction: all of its writes land together or not at all. */
 export function inTransaction<T>(knex: Knex, fn: (stores: AllStores) => Promise<T>, options: { isolationLevel?: IsolationLevel } = {}): Promise<T> {
-  return withTransaction(knex, (trx) => fn(createStores(trx)), options);
+  return withTransaction(knex, (trx, beforeCommit) => fn(createStores(trx, beforeCommit)), options);
 }

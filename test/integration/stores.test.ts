@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import { auditEntry } from '../../src/domain/auditTrail.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { Database } from '../../src/db/knex.js';
-import { createStudyWorld } from '../helpers/factories.js';
+import { createStudyWorld, operator } from '../helpers/factories.js';
 import { at, only } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
@@ -40,6 +41,32 @@ describe('src/db stores on PostgreSQL', () => {
     });
     expect((await attempt.catch((e: Error) => e)).message).to.equal('fails after the insert');
     expect(await createStores(db.knex).patients.findBySubject(studyId, 'T-2')).to.equal(undefined);
+  });
+
+  it("writes a use case's audit entries as its transaction's last step, and none when it rolls back", async () => {
+    const trail = () => db.knex('audit_events').where({ study_id: studyId, action: 'test.step' }).count<{ n: string }[]>('id as n').first();
+    const before = Number((await trail())?.n);
+    const entry = auditEntry(operator, studyId, { action: 'test.step' });
+    const seenInside = await inTransaction(db.knex, async (stores) => {
+      await stores.audit.append([entry]);
+      // Buffered until the commit step: nothing is in the table yet, even for this transaction.
+      return Number((await stores.audit.chain(studyId)).filter((row) => row.action === 'test.step').length);
+    });
+    expect(seenInside).to.equal(before);
+    expect(Number((await trail())?.n)).to.equal(before + 1);
+    const failing = inTransaction(db.knex, async (stores) => {
+      await stores.audit.append([entry]);
+      throw new Error('fails after the append');
+    });
+    expect((await failing.catch((e: Error) => e)).message).to.equal('fails after the append');
+    expect(Number((await trail())?.n)).to.equal(before + 1);
+  });
+
+  it('refuses an audit entry in a transaction opened without the commit step, so it cannot be dropped', async () => {
+    const refusal = await db.knex.transaction((trx) => createStores(trx).audit.append([auditEntry(operator, studyId, { action: 'test.step' })]))
+      .catch((e: Error) => e);
+    expect(refusal).to.be.instanceOf(Error);
+    expect((refusal as Error).message).to.match(/commit step/);
   });
 
   it('hands out site numbers without duplicates under concurrent transactions', async () => {
