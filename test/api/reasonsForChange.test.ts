@@ -107,6 +107,19 @@ describe('reasons for change', () => {
     expect(at((await cm([{ name: 'Metformin' }], { reason: 'Aspirin entered for the wrong patient' })).body.results, 0).code).to.equal('saved');
   });
 
+  it('asks a reason for the mark ND that replaces a saved text "[ND]", though both read [ND], beside a place filled', async () => {
+    const subject = await patient(strict);
+    const allocation = (record: Row) => submit(strict, [{ subject, visit: 'baseline', form: 'ip_alloc', status: 'draft', ...record }]);
+    expect(at((await allocation({ values: { kit: '[ND]' } })).body.results, 0).code).to.equal('saved_as_draft');
+    const change = { update: true, not_done: { kit: 'ND' }, values: { arm: 'A' } };
+    const refused = await allocation(change);
+    expect(refused.body.results[0]).to.deep.include({ status: 'error', code: 'reason_required' });
+    expect(at(refused.body.results, 0).message).to.include('(kit)');
+    expect(await allocation({ ...change, reason: 'The kit was never dispensed' })).to.have.nested.property('body.results[0].code', 'saved_as_draft');
+    const kit = (await trailOf(strict, subject)).filter((r) => r.field_code === 'kit').map((r) => [r.action, r.old_value, r.new_value]);
+    expect(kit).to.deep.equal([['record.value_set', null, '[ND]'], ['record.value_changed', '[ND]', '[ND]']]);
+  });
+
   it('refuses a reason PostgreSQL could not store, and one over 500 characters', async () => {
     const subject = await patient(plain);
     await submit(plain, [{ subject, visit: 'baseline', form: 'vs', values: vitals }]);

@@ -416,6 +416,46 @@ describe('submitFormRecords', () => {
         .to.deep.equal([['n_dec', '4.70', '4.7']]);
     });
 
+    // A text value "[ND]" and the mark ND have the same audit text, so only the saved entries can tell them apart.
+    const markOrText = [
+      { name: 'the mark ND over a saved text "[ND]"', saved: { values: { note: '[ND]' } }, sent: { not_done: { note: 'ND' } }, stored: { values: {}, not_done: { note: 'ND' } } },
+      { name: 'a text "[ND]" over a saved mark ND', saved: { not_done: { note: 'ND' } }, sent: { values: { note: '[ND]' } }, stored: { values: { note: '[ND]' }, not_done: {} } },
+    ];
+    for (const c of markOrText) {
+      it(`with update, saves and audits ${c.name} rather than answering unchanged`, async () => {
+        const subject = await newPatient('01', { code: types.code, key: types.key, consent: false });
+        const options = { code: types.code, key: types.key };
+        const id = recordIdOf((await submit([{ subject, visit: 'screening', form: 'misc', ...c.saved }], options)).body.results[0]);
+        const res = await submit([{ subject, visit: 'screening', form: 'misc', update: true, ...c.sent }], options);
+        expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
+        expect(await savedAt(subject, 'screening', 'misc')).to.deep.include(c.stored);
+        expect((await auditOf(id)).filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value]))
+          .to.deep.equal([['note', '[ND]', '[ND]']]);
+      });
+    }
+
+    it('audits the mark ND that replaces a saved text "[ND]" beside a change of another field', async () => {
+      const subject = await newPatient('01', { code: types.code, key: types.key, consent: false });
+      const options = { code: types.code, key: types.key };
+      const id = recordIdOf((await submit([{ subject, visit: 'screening', form: 'misc', values: { note: '[ND]' } }], options)).body.results[0]);
+      const res = await submit([{ subject, visit: 'screening', form: 'misc', update: true, not_done: { note: 'ND' }, values: { n_dec: '1.00' } }], options);
+      expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
+      expect(await savedAt(subject, 'screening', 'misc')).to.deep.include({ values: { n_dec: '1.00' }, not_done: { note: 'ND' } });
+      expect((await auditOf(id)).filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value]))
+        .to.deep.equal([['n_dec', null, '1.00'], ['note', '[ND]', '[ND]']]);
+    });
+
+    it('answers ok/unchanged to a table sent again as saved, though jsonb gives its cells back in another order', async () => {
+      const subject = await newPatient('01', { code: types.code, key: types.key, consent: false });
+      const options = { code: types.code, key: types.key };
+      const doses = { doses: [{ amount: '1.0', at: '08:00' }] };
+      expect(at((await submit([{ subject, visit: 'screening', form: 'misc', tables: doses }], options)).body.results, 0).code).to.equal('saved');
+      const before = await totals();
+      const again = await submit([{ subject, visit: 'screening', form: 'misc', update: true, tables: doses }], options);
+      expect(again.body.results[0]).to.deep.include({ status: 'ok', code: 'unchanged' });
+      expect(await totals()).to.deep.equal(before);
+    });
+
     it('closes the automatic queries whose cause an update corrects, and keeps the others open', async () => {
       const subject = await newPatient('02');
       const first = await submit([{ subject, visit: 'screening', form: 'vs', values: vitals({ sbp: '232', hr: '25' }) }]);

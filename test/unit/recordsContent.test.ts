@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import {
-  changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, typedValues, type RecordContent, type SentContent,
+  changedFields, completenessIssues, EMPTY_CONTENT, mergeContent, overwrittenFields, typedValues, type RecordContent, type SentContent,
 } from '../../src/domain/records/recordContent.js';
 import type { FormDef } from '../../src/domain/studyDesign/types.js';
 
@@ -133,10 +133,22 @@ describe('records: typedValues and changedFields', () => {
     { name: 'nothing changed', before: saved, after: saved, changes: [] },
     { name: 'a new record: every value, mark and table', before: EMPTY_CONTENT, after: saved, changes: [['meds', null, '[{"name":"Aspirin","dose":"100"}]'], ['sbp', null, '120'], ['smoker', null, '[UNK]'], ['temp', null, '36.6'], ['vsdate', null, '2026-03-01']] },
     { name: 'a changed value, an emptied one and a mark replaced by a value', before: saved, after: { ...saved, values: { vsdate: '2026-03-01', sbp: '125', smoker: 'yes' }, notDone: {} }, changes: [['sbp', '120', '125'], ['smoker', '[UNK]', 'yes'], ['temp', '36.6', null]] },
+    // The audit text is the same both ways; the kind of entry is what differs.
+    { name: 'a text "[ND]" replaced by the mark ND', before: { ...EMPTY_CONTENT, values: { note: '[ND]' } }, after: { ...EMPTY_CONTENT, notDone: { note: 'ND' } }, changes: [['note', '[ND]', '[ND]']] },
+    { name: 'the mark ND replaced by a text "[ND]"', before: { ...EMPTY_CONTENT, notDone: { note: 'ND' } }, after: { ...EMPTY_CONTENT, values: { note: '[ND]' } }, changes: [['note', '[ND]', '[ND]']] },
+    { name: 'a text "[ND]" and a mark kept as they were', before: { ...EMPTY_CONTENT, values: { note: '[ND]' }, notDone: { temp: 'ND' } }, after: { ...EMPTY_CONTENT, values: { note: '[ND]' }, notDone: { temp: 'ND' } }, changes: [] },
+    { name: 'the same rows with their cells in another order, as jsonb gives them back', before: saved, after: { ...saved, tables: { meds: [{ dose: '100', name: 'Aspirin' }] } }, changes: [] },
+    { name: 'a row with one more cell', before: saved, after: { ...saved, tables: { meds: [{ name: 'Aspirin', dose: '100', start: '2026-01-05' }] } }, changes: [['meds', '[{"name":"Aspirin","dose":"100"}]', '[{"name":"Aspirin","dose":"100","start":"2026-01-05"}]']] },
   ];
   for (const c of cases) {
     it(`changedFields: ${c.name}`, () => {
       expect(changedFields(c.before, c.after).map((x) => [x.field, x.oldValue, x.newValue])).to.deep.equal(c.changes);
     });
   }
+});
+
+describe('records: overwrittenFields', () => {
+  it('counts a saved text "[ND]" replaced by the mark ND as overwritten, and the empty place filled beside it as not', () => {
+    expect(overwrittenFields({ ...EMPTY_CONTENT, values: { note: '[ND]' } }, { ...EMPTY_CONTENT, values: { temp: '36.6' }, notDone: { note: 'ND' } })).to.deep.equal(['note']);
+  });
 });

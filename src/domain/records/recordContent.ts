@@ -131,28 +131,56 @@ export function typedValues(form: FormDef, content: RecordContent): Record<strin
   return typed;
 }
 
-/** The fields whose stored content differs between two versions, with old and new as audit text. */
 /**
  * The fields whose saved content the change alters or clears, as a reason for change is asked for: a
  * value or mark that was saved, and a table whose saved rows are not all kept, unchanged and first. An
  * empty place filled and rows added after the saved ones alter nothing that was saved.
  */
 export function overwrittenFields(before: RecordContent, after: RecordContent): string[] {
-  // Cell by cell: a row read back from jsonb has its keys in another order than the one sent.
-  const sameRow = (a: Record<string, string>, b: Record<string, string> | undefined) =>
-    b !== undefined && Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => b[k] === v);
   const rowsKept = (code: string) => (before.tables[code] ?? []).every((row, i) => sameRow(row, after.tables[code]?.[i]));
   return changedFields(before, after).map((c) => c.field).filter((code) =>
     before.values[code] !== undefined || before.notDone[code] !== undefined || !rowsKept(code));
 }
 
+/**
+ * The fields whose stored content differs between two versions, with old and new as audit text. The
+ * entries themselves are compared, not their audit text: a text value "[ND]" reads like the mark ND.
+ */
 export function changedFields(before: RecordContent, after: RecordContent): { field: string; oldValue: string | null; newValue: string | null }[] {
   const codes = new Set([...Object.keys(before.values), ...Object.keys(after.values), ...Object.keys(before.notDone), ...Object.keys(after.notDone), ...Object.keys(before.tables), ...Object.keys(after.tables)]);
-  const shown = (c: RecordContent, code: string): string | null =>
-    c.values[code] ?? (c.notDone[code] ? `[${c.notDone[code]}]` : c.tables[code] ? JSON.stringify(c.tables[code]) : null);
   return [...codes].sort().flatMap((field) => {
-    const oldValue = shown(before, field);
-    const newValue = shown(after, field);
-    return oldValue === newValue ? [] : [{ field, oldValue, newValue }];
+    const old = entryOf(before, field);
+    const now = entryOf(after, field);
+    return sameEntry(old, now) ? [] : [{ field, oldValue: auditText(old), newValue: auditText(now) }];
   });
+}
+
+/** What one field holds as stored; a merged record holds at most one of the three for a field. */
+type FieldEntry = { kind: 'value'; value: string } | { kind: 'mark'; mark: NotDoneMark } | { kind: 'rows'; rows: TableRows } | null;
+
+function entryOf(content: RecordContent, code: string): FieldEntry {
+  const value = content.values[code];
+  if (value !== undefined) return { kind: 'value', value };
+  const mark = content.notDone[code];
+  if (mark) return { kind: 'mark', mark };
+  const rows = content.tables[code];
+  return rows ? { kind: 'rows', rows } : null;
+}
+
+function sameEntry(a: FieldEntry, b: FieldEntry): boolean {
+  if (a?.kind === 'value' && b?.kind === 'value') return a.value === b.value;
+  if (a?.kind === 'mark' && b?.kind === 'mark') return a.mark === b.mark;
+  if (a?.kind === 'rows' && b?.kind === 'rows') return a.rows.length === b.rows.length && a.rows.every((row, i) => sameRow(row, b.rows[i]));
+  return a === null && b === null;
+}
+
+// Cell by cell: a row read back from jsonb has its keys in another order than the one sent.
+function sameRow(a: Record<string, string>, b: Record<string, string> | undefined): boolean {
+  return b !== undefined && Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => b[k] === v);
+}
+
+/** The entry as the audit trail's old or new value keeps it: the value, `[ND]` for a mark, rows as JSON. */
+function auditText(entry: FieldEntry): string | null {
+  if (entry === null) return null;
+  return entry.kind === 'value' ? entry.value : entry.kind === 'mark' ? `[${entry.mark}]` : JSON.stringify(entry.rows);
 }
