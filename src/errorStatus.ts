@@ -65,6 +65,7 @@ const STATUS: Record<ErrorCode, number> = {
   import_not_found: 404,
   dataset_not_found: 404,
   import_already_decided: 409,
+  import_needs_unblinded_team: 403,
   invalid_import_choice: 422,
   import_outdated: 409,
   import_items_refused: 422,

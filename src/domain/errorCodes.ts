@@ -20,7 +20,7 @@ export type ErrorCode =
   // Decisions on a FHIR import (src/domain/fhir/importDecision.ts), taken on the review page.
   | 'import_nothing_chosen' | 'import_decision_not_allowed' | 'import_not_found' | 'import_already_decided'
   | 'invalid_import_choice' | 'import_outdated' | 'import_items_refused'
-  | 'import_reason_required'
+  | 'import_reason_required' | 'import_needs_unblinded_team'
   // The read calls on FHIR imports (src/domain/fhir/importReads.ts).
   | 'fhir_import_not_found'
   // Refusals of the CDISC exports (src/domain/exports).

@@ -169,6 +169,7 @@ export const en: Catalog = {
   'import_decision_not_allowed.detail': 'Only the site team of the patient\'s site and the managers of study {study} decide FHIR imports of patient "{subject}".',
   'import_not_found.detail': 'Patient "{subject}" has no FHIR import {number}.',
   'import_already_decided.detail': 'FHIR import {number} of patient "{subject}" no longer waits for a decision (status: {status}); it is decided only once.',
+  'import_needs_unblinded_team.detail': 'FHIR import {number} of patient "{subject}" holds {count} values waiting on forms of the unblinded team, which you are not shown; a member of the unblinded team decides this import. Nothing was saved.',
   'invalid_import_choice.detail': 'Item {position} cannot take the choice "{choice}" (item state: {state}): fill takes a new item, replace and keep a conflict.',
   'import_outdated.detail': 'The saved values at items {positions} of FHIR import {number} changed after the import was made; leave those items out or reject the import. Nothing was saved.',
   'import_reason_required.detail': 'This study requires a reason for change to replace saved values ({fields}); write it under "Reason for change" and confirm again. Nothing was saved.',

@@ -42,7 +42,8 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
   let writeOnlyKey: string;
 
   before(async () => {
-    await addStaff(app.db.knex, 'nurse@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'] }, 'Nina Nurse');
+    // Unblinded: the files hold lab values of the unblinded team, and only its members end such an import (importDecision.ts).
+    await addStaff(app.db.knex, 'nurse@sdx.test', { study: world.code, role: 'site_staff', sites: ['01'], unblinded: true }, 'Nina Nurse');
     nurse = new PortalClient(app.baseUrl);
     expect((await nurse.signIn('nurse@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
     await addPerson(app.db.knex, world.code, 'blinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: false });

@@ -14,7 +14,7 @@ import { submitRecords, type RecordInput } from '../../src/domain/records/submit
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import type { Database } from '../../src/db/knex.js';
-import { addPerson, createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { addPerson, createStudyWorld, demoDesign, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
 import { present } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
@@ -367,5 +367,80 @@ describe('confirmImport and rejectImport', function () {
     const error = await refusal(confirm(people.staff01, p.subject, 1));
     expect(error.code).to.equal('import_already_decided');
     expect(error.params.status).to.equal('saved');
+  });
+});
+
+describe('a FHIR import with values on forms of the unblinded team', function () {
+  this.timeout(60_000);
+  let db: Database;
+  let code: string;
+  let blinded: Person;
+  let unblinded: Person;
+  let key: KeyContext;
+
+  before(async () => {
+    db = await testDatabase();
+    await resetDatabase(db.knex);
+    // The demo design, blinded, with the haematology lab a form of the unblinded team.
+    const world = await createStudyWorld(db.knex, demoDesign('BLINDFX', (d) => {
+      d.blinded = true;
+      d.forms.find((f) => f.code === 'lab_hem')!.team = 'unblinded';
+    }));
+    code = world.code;
+    await addPerson(db.knex, code, 'blinded-staff@sdx.test', { role: 'site_staff', sites: ['01'], unblinded: false });
+    await addPerson(db.knex, code, 'unblinded-staff@sdx.test', { role: 'site_staff', sites: ['01'], unblinded: true });
+    const person = async (email: string): Promise<Person> => present(await createStores(db.knex).people.findUserByEmail(email), email);
+    blinded = await person('blinded-staff@sdx.test');
+    unblinded = await person('unblinded-staff@sdx.test');
+    key = await authenticateKey(createStores(db.knex).apiKeys, world.key); // made by the unblinded manager
+  });
+
+  /** A patient of site 01 with an import proposing a haemoglobin (unblinded team) and an ALT (everyone), and their positions. */
+  async function proposedImport(subject: string) {
+    const stores = createStores(db.knex);
+    const study = present(await stores.studies.findByCode(code), 'study');
+    const site = present((await stores.studies.sites(study)).find((s) => s.number === '01'), 'site 01');
+    await stores.patients.insert({ studyId: study.id, siteId: site.id, subject, sex: 'female', birthYear: 1960, enrolledOn: '2026-01-24' });
+    await giveConsent(db.knex, code, subject, '2026-01-01');
+    const observation = (id: string, loinc: string, value: number, unit: string) => ({
+      fullUrl: `urn:uuid:${id}`,
+      resource: {
+        resourceType: 'Observation', id, status: 'final', subject: { reference: 'urn:uuid:p1' }, effectiveDateTime: '2026-01-10T09:00:00Z',
+        code: { coding: [{ system: 'http://loinc.org', code: loinc }] }, valueQuantity: { value, unit, system: 'http://unitsofmeasure.org', code: unit },
+      },
+    });
+    const bundle = {
+      resourceType: 'Bundle', type: 'collection', entry: [
+        { fullUrl: 'urn:uuid:p1', resource: { resourceType: 'Patient', id: 'p1', gender: 'female', birthDate: '1960-05-05' } },
+        observation('o1', '718-7', 13.5, 'g/dL'),
+        observation('o2', '1742-6', 30, 'U/L'),
+      ],
+    };
+    const proposed = await inTransaction(db.knex, (s) => importFhirRecord(s, key, study, { subject, mode: 'review', entries: fhirJsonEntries(JSON.stringify(bundle)) }));
+    const hgb = proposed.items.findIndex((i) => i.form === 'lab_hem' && i.field === 'hgb');
+    const alt = proposed.items.findIndex((i) => i.form === 'lab_chem' && i.field === 'alt');
+    expect([proposed.items[hgb]?.state, proposed.items[alt]?.state]).to.deep.equal(['new', 'new']);
+    return { number: proposed.number, hgb, alt };
+  }
+
+  const codeOf = (attempt: Promise<unknown>) => attempt.then(() => 'decided', (e: unknown) => (e instanceof DomainError ? e.code : String(e)));
+  const savedHaemoglobin = async (subject: string) => (await db.knex('records as r').join('forms as f', 'f.id', 'r.form_id').join('patients as p', 'p.id', 'r.patient_id')
+    .where({ 'f.code': 'lab_hem', 'p.subject': subject }).first<{ values: Record<string, string> } | undefined>('r.values'))?.values.hgb ?? null;
+
+  it('is not ended by a person who is not shown those values: confirming or rejecting is refused and the import still waits', async () => {
+    const { number, alt } = await proposedImport('01-B1');
+    expect(await codeOf(inTransaction(db.knex, (s) => confirmImport(s, blinded, { study: code, subject: '01-B1', number, choices: { [alt]: 'fill' } }))))
+      .to.equal('import_needs_unblinded_team');
+    expect(await codeOf(inTransaction(db.knex, (s) => rejectImport(s, blinded, { study: code, subject: '01-B1', number }))))
+      .to.equal('import_needs_unblinded_team');
+    const stored = await db.knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id').where({ 'p.subject': '01-B1', 'i.number': number }).first<{ status: string }>('i.status');
+    expect(stored?.status).to.equal('proposed');
+  });
+
+  it('is decided by a member of the unblinded team, who can take those values', async () => {
+    const { number, hgb, alt } = await proposedImport('01-B2');
+    expect(await codeOf(inTransaction(db.knex, (s) => confirmImport(s, unblinded, { study: code, subject: '01-B2', number, choices: { [hgb]: 'fill', [alt]: 'fill' } }))))
+      .to.equal('decided');
+    expect(await savedHaemoglobin('01-B2')).to.equal('13.5');
   });
 });

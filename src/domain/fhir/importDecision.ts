@@ -28,6 +28,10 @@
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
  *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
+ * - Blinding: a person who is not unblinded is not shown the items on forms of the unblinded team, so may
+ *   not end an import while any of them still waits (a `new` item, a conflict or a tie): either decision is
+ *   final, and would leave those values untaken by nobody who saw them. It is refused with
+ *   `import_needs_unblinded_team`, and a member of the unblinded team decides the import.
  * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
  *   a confirmed import means "not taken". A picked tie is stored with the value it saved and `picked`, the
  *   resource of its candidate, so the import says what was saved and from which observation; the counts are recounted from the states. The import records
@@ -48,6 +52,7 @@ import type {
   AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, Study, StudyStore,
   User, WebhookStore,
 } from '../stores.js';
+import { formHidden } from '../studies/designForKey.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { tableOf } from './cellField.js';
@@ -97,7 +102,15 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
   const found = await stores.fhirImports.findForDecision(patient.id, ref.number);
   if (!found) throw new DomainError('import_not_found', { subject: patient.subject, number: ref.number });
   if (found.status !== 'proposed') throw new DomainError('import_already_decided', { subject: patient.subject, number: found.number, status: found.status });
+  const unseen = roles.some((r) => r.unblinded) ? 0 : waitingOnHiddenForms(study, found.items);
+  if (unseen > 0) throw new DomainError('import_needs_unblinded_team', { subject: patient.subject, number: found.number, count: unseen });
   return { study, patient, roles, found };
+}
+
+/** How many items still wait for a decision on forms hidden from a person who is not unblinded. */
+function waitingOnHiddenForms(study: Study, items: readonly FhirImportItem[]): number {
+  const hidden = new Set(study.design.forms.filter((form) => formHidden(study, form, false)).map((form) => form.code));
+  return items.filter((item) => item.form !== null && hidden.has(item.form) && (item.state === 'new' || item.state === 'conflict' || item.tie === true)).length;
 }
 
 /** Tells the study's subscribers that the import was decided; they read the outcome with `getFhirImport`. */
@@ -112,7 +125,7 @@ async function publishDecision(stores: Stores, study: Study, patient: Pick<Patie
  *
  * @param input.choices - item position → choice; left out: fill every `new` item, keep every conflict
  * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`,
- *   `invalid_import_choice`, `study_locked`, `consent_missing`, `fhir_identity_mismatch`, `import_outdated`,
+ *   `import_needs_unblinded_team`, `invalid_import_choice`, `study_locked`, `consent_missing`, `fhir_identity_mismatch`, `import_outdated`,
  *   `import_reason_required`, `import_items_refused`
  */
 export async function confirmImport(
@@ -202,7 +215,8 @@ export async function confirmImport(
  * Rejects a proposed import: nothing of it is saved, and it stays on the card as rejected. Audited, with
  * the person's reason when given.
  *
- * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`
+ * @throws DomainError `import_decision_not_allowed`, `import_not_found`, `import_already_decided`,
+ *   `import_needs_unblinded_team`
  */
 export async function rejectImport(stores: Stores, person: Person, input: ImportRef & { reason?: string }): Promise<DecisionResult> {
   const { study, patient, found } = await openDecision(stores, person, input);

@@ -185,7 +185,7 @@ export const en: Record<string, string> = {
   'review.decided': 'by {name}, {time}',
   'review.counts': 'Values',
   'review.savedCount': '{saved} saved',
-  'review.hidden': '{count} values belong to forms of the unblinded team and are not shown to you; they cannot be confirmed here.',
+  'review.hidden': '{count} values belong to forms of the unblinded team and are not shown to you; while any of them waits, a member of the unblinded team decides this import.',
   'review.itemIssue': 'Value {position}',
   'review.howTo': 'Tick the new values to save (a table row is taken whole, with one tick), choose, for each conflict, whether to keep the saved value or replace it, and pick the right value of each tie, then confirm the chosen values. "Confirm all" saves every new value with the conflict choices as set. Confirming saves through the usual checks (edit checks, automatic queries, audit trail) with you as the author; the import is then final. Rejecting saves nothing.',
   'review.finalConfirmed': 'This import is confirmed: the values marked "saved" were saved, the others were not taken. It cannot be decided again.',
