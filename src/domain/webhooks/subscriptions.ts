@@ -16,8 +16,9 @@ export type ResolveHost = (host: string) => Promise<string[]>;
 const MAX_DELIVERIES_SHOWN = 500;
 
 /**
- * A person must manage the study to manage its subscriptions; the operator's command line may. Returns
- * whether the actor sees the unblinded team's forms (an operator says so with `--unblinded`).
+ * A person must manage the study to manage its subscriptions, whichever sites their role covers; the
+ * operator's command line may. What a person's subscription receives follows their role at each event
+ * (webhookStore.publish), as their keys follow it at each request.
  */
 async function requireManager(stores: Stores, actor: Actor, study: Study): Promise<void> {
   if (actor.kind === 'operator') return;
