@@ -43,15 +43,18 @@ export function webhookStore(db: Knex): WebhookStore {
       // row per subscription that wants each, and a notification that PostgreSQL sends only if the transaction commits.
       // Who wants an event is decided here, in the writing transaction, from the creator's role as it is now (as a
       // key's maker is checked at every request): a creator who no longer manages the study gets nothing, and one
-      // whose role covers some sites gets the events of those sites. The operator's subscriptions have no creator
-      // and cover every site. An event that names no site (none does today) goes only to those that cover every site.
+      // whose role covers some sites gets the events of those sites; events about a form hidden from blinded people
+      // go to a subscription made unblinded only while its creator still is. The operator's subscriptions have no
+      // creator: every site, and the blinding the operator chose. An event that names no site (none does today)
+      // goes only to those that cover every site.
       await db.raw(`
         with given as (
           select v.ord, v.study_id, v.type, v.data, v.unblinded_only, site.id as site_id
           from jsonb_to_recordset(?::jsonb) as v(ord int, study_id int, type text, data jsonb, unblinded_only boolean)
           left join sites site on site.study_id = v.study_id and site.number = v.data->>'site'
         ), receivers as (
-          select s.id, s.study_id, s.event_types, s.unblinded, s.created_by is null or m.all_sites as every_site, ${roleSiteIdsSql('m')} as site_ids
+          select s.id, s.study_id, s.event_types, s.unblinded and (s.created_by is null or m.unblinded) as unblinded,
+            s.created_by is null or m.all_sites as every_site, ${roleSiteIdsSql('m')} as site_ids
           from ${SUBSCRIPTIONS} s
           left join study_roles m on m.study_id = s.study_id and m.user_id = s.created_by and m.role = 'manager'
           where s.study_id in (select study_id from given) and s.state <> 'removed' and (s.created_by is null or m.id is not null)

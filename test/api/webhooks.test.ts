@@ -233,6 +233,25 @@ describe('webhooks', function () {
     expect((await queuedFor(id)).map((e) => e.data.subject)).to.deep.equal([before]);
   });
 
+  it('sends events about a form of the unblinded team to a subscription made unblinded only while its maker is still unblinded', async () => {
+    await addPerson(knex, world.code, 'unblinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: true });
+    const id = await subscribeAs('unblinded-manager@sdx.test', '/unblinded', ['record.saved']);
+    const allocate = async () => {
+      const subject = await enrol();
+      const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'baseline', form: 'ip_alloc', values: { kit: `K-${subject}`, arm: 'A' } }, vitals(subject, 1)] },
+      });
+      expect(res.status).to.equal(200);
+      return subject;
+    };
+    const whileUnblinded = await allocate();
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: world.code, email: 'unblinded-manager@sdx.test', unblinded: true }));
+    const onceBlinded = await allocate();
+    expect((await queuedFor(id)).map((e) => [e.data.subject, e.data.form])).to.deep.equal([
+      [whileUnblinded, 'ip_alloc'], [whileUnblinded, 'vs'], [onceBlinded, 'vs'],
+    ]);
+  });
+
   it('refuses addresses outside the policy when subscribing, and at delivery on the resolved address', async () => {
     const refusal = async (url: string, resolve = resolveNowhere) => inTransaction(knex, (s) => addSubscription(s, operator, { study: world.code, url, events: ['record.saved'] }, SECURE, resolve))
       .then(() => 'accepted', (error: { code: string; fieldErrors: { params: { variant: string } }[] }) => `${error.code}/${error.fieldErrors[0]?.params.variant}`);

@@ -47,6 +47,8 @@ function eventTypesOf(events: string[]): WebhookEventType[] {
  * Subscribes an address to some of the study's events. The secret is returned here once; the service
  * keeps it to sign deliveries but never shows it again. The address is checked now (its form, and the
  * addresses its name resolves to) and again at every delivery.
+ * A person's subscription is made unblinded if they are unblinded now; it then receives unblinded-team
+ * events only while they still are (webhookStore.publish).
  * @param input.unblinded - for the operator only: whether unblinded-team events go to it (a person's own role decides otherwise)
  * @throws DomainError `study_not_found`, `not_a_manager`, `webhook_url_refused`, `webhook_events_invalid`
  */
