@@ -3,6 +3,7 @@ import type { ApiKey, ApiKeyStore, ApiKeyWithMaker, Study } from '../domain/stor
 import type { FoundKey } from '../domain/apiKeys/admission.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { RATE_WINDOW_MS } from '../domain/apiKeys/rateWindow.js';
+import { roleSiteIdsSql } from './people.js';
 import { returnedRow } from './returnedRow.js';
 import { countsOfRequests, countSql, type CountedKey } from './rateLimits.js';
 import { rowToStudy, STRUCTURE_SQL, structureOf, type StructureJson, type StudyRecord } from './studies.js';
@@ -21,9 +22,7 @@ const KEY_COLUMNS = `k.id, k.study_id, k.name, k.fingerprint, k.hint, k.can_read
   st.code as study_code, u.name as maker_name,
   m.id is not null as maker_is_manager, coalesce(m.can_export, false) as maker_can_export, coalesce(m.unblinded, false) as maker_unblinded,
   (select coalesce(array_agg(ks.site_id order by ks.site_id), '{}') from api_key_sites ks where ks.api_key_id = k.id) as site_ids,
-  case when m.id is null then '{}'::int[]
-    when m.all_sites then (select coalesce(array_agg(s.id order by s.id), '{}') from sites s where s.study_id = k.study_id)
-    else (select coalesce(array_agg(rs.site_id order by rs.site_id), '{}') from study_role_sites rs where rs.study_role_id = m.id) end as maker_site_ids`;
+  ${roleSiteIdsSql('m')} as maker_site_ids`;
 const KEY_TABLES = `from ${TABLE} k
   join studies st on st.id = k.study_id
   join users u on u.id = k.created_by

@@ -6,6 +6,16 @@ interface UserRecord { id: number; email: string; name: string; password_hash: s
 /** A role as `roles` reads it: the `study_roles` row with its sites. */
 interface RoleRecord { id: number; study_id: number; user_id: number; role: Role['role']; can_export: boolean; unblinded: boolean; all_sites: boolean; site_ids: number[] }
 
+/**
+ * The ids of the sites a `study_roles` row covers, as SQL over the row's alias: every site of its study, present
+ * and future, when `all_sites`, else its `study_role_sites`; none when a left join found no role. The one
+ * definition of a role's sites, for the roles themselves, a key's maker and a webhook subscription's creator.
+ */
+export function roleSiteIdsSql(role: string): string {
+  return `case when ${role}.all_sites then (select coalesce(array_agg(site.id order by site.id), '{}') from sites site where site.study_id = ${role}.study_id)
+    else (select coalesce(array_agg(rs.site_id order by rs.site_id), '{}') from study_role_sites rs where rs.study_role_id = ${role}.id) end`;
+}
+
 function rowToUser(r: UserRecord): User {
   return { id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash };
 }
@@ -33,8 +43,7 @@ export function peopleStore(db: Knex): PeopleStore {
     async roles(studyId, userId): Promise<Role[]> {
       const rows = await db('study_roles as r')
         .where({ 'r.study_id': studyId, 'r.user_id': userId })
-        .select<RoleRecord[]>('r.*', db.raw(`case when r.all_sites then (select coalesce(array_agg(s.id order by s.id), '{}') from sites s where s.study_id = r.study_id)
-          else (select coalesce(array_agg(rs.site_id order by rs.site_id), '{}') from study_role_sites rs where rs.study_role_id = r.id) end as site_ids`));
+        .select<RoleRecord[]>('r.*', db.raw(`${roleSiteIdsSql('r')} as site_ids`));
       return rows.map((r) => ({
         id: r.id, studyId: r.study_id, userId: r.user_id, role: r.role, canExport: r.can_export,
         unblinded: r.unblinded, allSites: r.all_sites, siteIds: r.site_ids,

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { WebhookDeliveryRow, WebhookState, WebhookStore, WebhookSubscriptionRow } from '../domain/stores.js';
 import type { WebhookEventType } from '../domain/webhooks/webhookEvents.js';
 import { jsonParameter } from './jsonParameter.js';
+import { roleSiteIdsSql } from './people.js';
 import { returnedRow } from './returnedRow.js';
 
 export const SUBSCRIPTIONS = 'webhook_subscriptions';
@@ -40,15 +41,29 @@ export function webhookStore(db: Knex): WebhookStore {
       if (events.length === 0) return;
       // One statement: the events some subscription wants (in the order given, so their ids follow it), a delivery
       // row per subscription that wants each, and a notification that PostgreSQL sends only if the transaction commits.
+      // Who wants an event is decided here, in the writing transaction, from the creator's role as it is now (as a
+      // key's maker is checked at every request): a creator who no longer manages the study gets nothing, and one
+      // whose role covers some sites gets the events of those sites; events about a form hidden from blinded people
+      // go to a subscription made unblinded only while its creator still is. The operator's subscriptions have no
+      // creator: every site, and the blinding the operator chose. An event that names no site (none does today)
+      // goes only to those that cover every site.
       await db.raw(`
         with given as (
-          select v.ord, v.study_id, v.type, v.data, v.unblinded_only
+          select v.ord, v.study_id, v.type, v.data, v.unblinded_only, site.id as site_id
           from jsonb_to_recordset(?::jsonb) as v(ord int, study_id int, type text, data jsonb, unblinded_only boolean)
+          left join sites site on site.study_id = v.study_id and site.number = v.data->>'site'
+        ), receivers as (
+          select s.id, s.study_id, s.event_types, s.unblinded and (s.created_by is null or m.unblinded) as unblinded,
+            s.created_by is null or m.all_sites as every_site, ${roleSiteIdsSql('m')} as site_ids
+          from ${SUBSCRIPTIONS} s
+          left join study_roles m on m.study_id = s.study_id and m.user_id = s.created_by and m.role = 'manager'
+          where s.study_id in (select study_id from given) and s.state <> 'removed' and (s.created_by is null or m.id is not null)
         ), wanted as (
-          select g.*, array_agg(s.id order by s.id) as subscription_ids
-          from given g join ${SUBSCRIPTIONS} s
-            on s.study_id = g.study_id and s.state <> 'removed' and g.type = any(s.event_types) and (s.unblinded or not g.unblinded_only)
-          group by g.ord, g.study_id, g.type, g.data, g.unblinded_only
+          select g.ord, g.study_id, g.type, g.data, array_agg(r.id order by r.id) as subscription_ids
+          from given g join receivers r
+            on r.study_id = g.study_id and g.type = any(r.event_types) and (r.every_site or g.site_id = any(r.site_ids))
+              and (r.unblinded or not g.unblinded_only)
+          group by g.ord, g.study_id, g.type, g.data
         ), numbered as (
           select w.subscription_ids, w.study_id, w.type, w.data, nextval(pg_get_serial_sequence('${EVENTS}', 'id')) as id
           from (select * from wanted order by ord) w

@@ -2,12 +2,15 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { Webhook } from 'standardwebhooks';
 import { inTransaction } from '../../src/db/stores.js';
+import type { Actor } from '../../src/domain/actor.js';
 import { enrolPatient } from '../../src/domain/patients/enrolPatient.js';
+import { grantRole, revokeRole } from '../../src/domain/people/roles.js';
+import type { WebhookEventData } from '../../src/domain/stores.js';
 import { addSubscription, type ResolveHost } from '../../src/domain/webhooks/subscriptions.js';
 import type { WebhookEventType } from '../../src/domain/webhooks/webhookEvents.js';
 import { sendWebhook } from '../../src/webhookSender.js';
 import { startWebhookDelivery, type WebhookDelivery } from '../../src/webhookDelivery.js';
-import { createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
+import { addPerson, createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
 import { unscheduledVisitsBody } from '../helpers/recordBodies.js';
 import { sdx } from '../helpers/sdxCli.js';
 import { until } from '../helpers/serviceActivity.js';
@@ -70,6 +73,18 @@ describe('webhooks', function () {
     const { subscription, secret } = await inTransaction(knex, (s) => addSubscription(s, operator, { study: world.code, url: `${receiver.url}${path}`, events }, INSECURE, resolveNowhere));
     return { id: subscription.id, secret };
   }
+
+  /** A subscription made by a person on the study's API page, acting as themselves. */
+  async function subscribeAs(email: string, path: string, events: WebhookEventType[]): Promise<number> {
+    const user = present(await inTransaction(knex, (s) => s.people.findUserByEmail(email)), email);
+    const actor: Actor = { kind: 'user', userId: user.id, name: user.name, via: 'portal' };
+    const { subscription } = await inTransaction(knex, (s) => addSubscription(s, actor, { study: world.code, url: `${receiver.url}${path}`, events }, INSECURE, resolveNowhere));
+    return subscription.id;
+  }
+
+  /** The events written for a subscription, oldest first (the outbox, before any worker sends them). */
+  const queuedFor = async (subscriptionId: number) => knex('webhook_deliveries as d').join('webhook_events as e', 'e.id', 'd.event_id')
+    .where('d.subscription_id', subscriptionId).orderBy('d.event_id').select<{ type: WebhookEventType; data: WebhookEventData }[]>('e.type', 'e.data');
 
   async function enrol(site = '01'): Promise<string> {
     const subject = `${site}-W${String(++patientNo).padStart(4, '0')}`;
@@ -193,6 +208,48 @@ describe('webhooks', function () {
     }
     expect(at('/b').map((r) => r.body.data.instance)).to.deep.equal(records.map((r) => r.instance));
     expect(at('/a').filter((r) => r.body.type === 'query.opened').map((r) => [r.body.data.instance, r.body.data.fields])).to.deep.equal([[1, ['sbp']], [11, ['sbp']], [21, ['sbp']]]);
+  });
+
+  it('sends a subscription made by a manager of some sites only the events about patients of the sites the role covers when each is written', async () => {
+    await addPerson(knex, world.code, 'site01-manager@sdx.test', { role: 'manager', canExport: true, sites: ['01'] });
+    const id = await subscribeAs('site01-manager@sdx.test', '/sites', ['patient.enrolled', 'record.saved']);
+    const atSiteOne = await enrol('01');
+    const atSiteTwo = await enrol('02');
+    const saved = await app.call('POST', `/api/v1/studies/${world.code}/records`, { key: world.key, body: { records: [vitals(atSiteOne, 1), vitals(atSiteTwo, 1)] } });
+    expect(saved.status).to.equal(200);
+    expect((await queuedFor(id)).map((e) => [e.type, e.data.subject])).to.deep.equal([['patient.enrolled', atSiteOne], ['record.saved', atSiteOne]]);
+    // The role now covers every site: the next site-02 event goes to the same subscription.
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: world.code, email: 'site01-manager@sdx.test', role: 'manager', canExport: true, unblinded: false }));
+    const later = await enrol('02');
+    expect((await queuedFor(id)).map((e) => e.data.subject)).to.deep.equal([atSiteOne, atSiteOne, later]);
+  });
+
+  it('sends nothing more to a subscription whose maker no longer manages the study', async () => {
+    await addPerson(knex, world.code, 'leaving-manager@sdx.test', { role: 'manager', canExport: true });
+    const id = await subscribeAs('leaving-manager@sdx.test', '/left', ['patient.enrolled']);
+    const before = await enrol();
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: world.code, email: 'leaving-manager@sdx.test', role: 'manager' }));
+    await enrol();
+    expect((await queuedFor(id)).map((e) => e.data.subject)).to.deep.equal([before]);
+  });
+
+  it('sends events about a form of the unblinded team to a subscription made unblinded only while its maker is still unblinded', async () => {
+    await addPerson(knex, world.code, 'unblinded-manager@sdx.test', { role: 'manager', canExport: true, unblinded: true });
+    const id = await subscribeAs('unblinded-manager@sdx.test', '/unblinded', ['record.saved']);
+    const allocate = async () => {
+      const subject = await enrol();
+      const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'baseline', form: 'ip_alloc', values: { kit: `K-${subject}`, arm: 'A' } }, vitals(subject, 1)] },
+      });
+      expect(res.status).to.equal(200);
+      return subject;
+    };
+    const whileUnblinded = await allocate();
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: world.code, email: 'unblinded-manager@sdx.test', unblinded: true }));
+    const onceBlinded = await allocate();
+    expect((await queuedFor(id)).map((e) => [e.data.subject, e.data.form])).to.deep.equal([
+      [whileUnblinded, 'ip_alloc'], [whileUnblinded, 'vs'], [onceBlinded, 'vs'],
+    ]);
   });
 
   it('refuses addresses outside the policy when subscribing, and at delivery on the resolved address', async () => {

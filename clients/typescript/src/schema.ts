@@ -654,7 +654,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `patient.enrolled`
-         * @description A patient was enrolled (through the API, the portal or the command line). Sent to every subscription of the study to `patient.enrolled`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A patient was enrolled (through the API, the portal or the command line). Sent to each subscription of the study to `patient.enrolled` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onPatientEnrolledWebhook"];
         delete?: never;
@@ -674,7 +674,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `record.saved`
-         * @description A form instance was saved for the first time. `fields` are the codes of the fields it filled. Sent to every subscription of the study to `record.saved`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A form instance was saved for the first time. `fields` are the codes of the fields it filled. Sent to each subscription of the study to `record.saved` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onRecordSavedWebhook"];
         delete?: never;
@@ -694,7 +694,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `record.changed`
-         * @description A saved form instance changed (an update, a confirmed FHIR import, the portal). `fields` are the codes of the fields whose values changed; empty when only its status changed. Sent to every subscription of the study to `record.changed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A saved form instance changed (an update, a confirmed FHIR import, the portal). `fields` are the codes of the fields whose values changed; empty when only its status changed. Sent to each subscription of the study to `record.changed` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onRecordChangedWebhook"];
         delete?: never;
@@ -714,7 +714,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `query.opened`
-         * @description A data query was opened on a field, automatically (a range or an edit check) or by a person. `fields` holds the query's field. Sent to every subscription of the study to `query.opened`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A data query was opened on a field, automatically (a range or an edit check) or by a person. `fields` holds the query's field. Sent to each subscription of the study to `query.opened` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onQueryOpenedWebhook"];
         delete?: never;
@@ -734,7 +734,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `query.answered`
-         * @description A data query was answered. Sent to every subscription of the study to `query.answered`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A data query was answered. Sent to each subscription of the study to `query.answered` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onQueryAnsweredWebhook"];
         delete?: never;
@@ -754,7 +754,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `query.closed`
-         * @description A data query was closed, automatically when its cause was corrected or by a person. Sent to every subscription of the study to `query.closed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A data query was closed, automatically when its cause was corrected or by a person. Sent to each subscription of the study to `query.closed` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onQueryClosedWebhook"];
         delete?: never;
@@ -774,7 +774,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `fhir_import.proposed`
-         * @description A FHIR import waits for the site team's review (status `proposed`). Read it with `getFhirImport` and `import_id`. Sent to every subscription of the study to `fhir_import.proposed`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A FHIR import waits for the site team's review (status `proposed`). Read it with `getFhirImport` and `import_id`. Sent to each subscription of the study to `fhir_import.proposed` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onFhirImportProposedWebhook"];
         delete?: never;
@@ -794,7 +794,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `fhir_import.decided`
-         * @description The site team confirmed or rejected a FHIR import. Read the outcome with `getFhirImport` and `import_id`. Sent to every subscription of the study to `fhir_import.decided`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description The site team confirmed or rejected a FHIR import. Read the outcome with `getFhirImport` and `import_id`. Sent to each subscription of the study to `fhir_import.decided` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onFhirImportDecidedWebhook"];
         delete?: never;
@@ -814,7 +814,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event `consent.withdrawn`
-         * @description A patient withdrew consent. When the consent to the use of the data was withdrawn, the read calls no longer return the patient and the next incremental load lists it in `removed`: delete its data. Sent to every subscription of the study to `consent.withdrawn`, signed with the Standard Webhooks headers (see "Webhooks" in the description).
+         * @description A patient withdrew consent. When the consent to the use of the data was withdrawn, the read calls no longer return the patient and the next incremental load lists it in `removed`: delete its data. Sent to each subscription of the study to `consent.withdrawn` whose maker's current role reaches the event (sites, blinding), signed with the Standard Webhooks headers (see "Webhooks" in the description).
          */
         post: operations["onConsentWithdrawnWebhook"];
         delete?: never;

@@ -16,8 +16,9 @@ export type ResolveHost = (host: string) => Promise<string[]>;
 const MAX_DELIVERIES_SHOWN = 500;
 
 /**
- * A person must manage the study to manage its subscriptions; the operator's command line may. Returns
- * whether the actor sees the unblinded team's forms (an operator says so with `--unblinded`).
+ * A person must manage the study to manage its subscriptions, whichever sites their role covers; the
+ * operator's command line may. What a person's subscription receives follows their role at each event
+ * (webhookStore.publish), as their keys follow it at each request.
  */
 async function requireManager(stores: Stores, actor: Actor, study: Study): Promise<void> {
   if (actor.kind === 'operator') return;
@@ -46,6 +47,8 @@ function eventTypesOf(events: string[]): WebhookEventType[] {
  * Subscribes an address to some of the study's events. The secret is returned here once; the service
  * keeps it to sign deliveries but never shows it again. The address is checked now (its form, and the
  * addresses its name resolves to) and again at every delivery.
+ * A person's subscription is made unblinded if they are unblinded now; it then receives unblinded-team
+ * events only while they still are (webhookStore.publish).
  * @param input.unblinded - for the operator only: whether unblinded-team events go to it (a person's own role decides otherwise)
  * @throws DomainError `study_not_found`, `not_a_manager`, `webhook_url_refused`, `webhook_events_invalid`
  */
