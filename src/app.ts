@@ -6,7 +6,7 @@ import { createKeyLookup } from './db/keyLookup.js';
 import type { Database } from './db/knex.js';
 import { isDatabaseUnavailable } from './db/pgErrors.js';
 import { createReadAhead } from './db/readAhead.js';
-import { lastRemovalId } from './db/readPages.js';
+import { removalCount } from './db/readPages.js';
 import { DomainError, isDomainError } from './domain/errors.js';
 import { createApi } from './handlers/api.js';
 import { negotiateLang } from './messages/index.js';
@@ -64,7 +64,7 @@ export function securityHeaders(config: Pick<Config, 'baseUrl'>): Record<string,
 export function createServices(config: Config, db: Database): Services {
   return {
     config, db, keyLookup: createKeyLookup(db.knex, config.rateLimitPerMinute), bodyBudget: new BodyBudget(config.bodyBufferMegabytes * 1024 * 1024),
-    readAhead: createReadAhead((studyId) => lastRemovalId(db.knex, studyId)), spec: loadSpec(),
+    readAhead: createReadAhead((studyId) => removalCount(db.knex, studyId)), spec: loadSpec(),
   };
 }
 

@@ -13,7 +13,7 @@ export interface ReadAhead {
   pages<Row extends { id: number }>(kind: string, query: PageQuery<Row>): PageQuery<Row>;
 }
 
-/** The newest removal of a study's patients (src/db/readPages.ts `lastRemovalId`): it changes when a patient withdraws consent to data use. */
+/** A mark of a study's removals (src/db/readPages.ts `removalCount`) that changes with every withdrawal of consent to data use that commits. */
 export type RemovalMark = (studyId: number) => Promise<number>;
 
 interface PageAhead {
@@ -38,8 +38,9 @@ interface PageAhead {
  * watermark was fixed before its first query (src/domain/reads/readPage.ts).
  *
  * A patient who withdrew consent to data use is never in a page asked for after the withdrawal (issue 21.11):
- * the study's removal mark is read before a page is read ahead and again when it is served, and a page read
- * before a removal is not served; the request queries afresh, and the read page leaves the patient out.
+ * the study's removal mark is read before a page is read ahead and again when it is served, and a page is not
+ * served when a withdrawal committed in between; the request queries afresh, and the read page leaves the
+ * patient out. A withdrawal committed before the first reading is seen by the page's own query, run after it.
  *
  * The next position follows readPage's way of asking: one row more than the page returns, to know
  * whether another follows; the next page starts after the last row returned.

@@ -133,10 +133,14 @@ export function readStore(db: Knex): ReadStore {
 }
 
 /**
- * The id of the study's newest removal (a patient who withdrew consent to data use), 0 when there is none:
- * a page read before it changed may hold that patient (src/db/readAhead.ts).
+ * How many of the study's patients were removed (withdrew consent to data use): a page read before it
+ * changed may hold such a patient (src/db/readAhead.ts). A count, not the newest removal's id: ids are
+ * taken when a removal is inserted, not when it commits, so a withdrawal with a lower id committing after
+ * one with a higher id leaves the newest id as it was. Removal rows are only ever inserted, never deleted
+ * or updated, and each is committed with its patient's `data_use_withdrawn_at`, so the count grows by one
+ * with every withdrawal that commits: two equal counts mean no withdrawal committed between them.
  */
-export async function lastRemovalId(db: Knex, studyId: number): Promise<number> {
-  const row = await db('removals').where({ study_id: studyId }).max({ id: 'id' }).first<{ id: number | null } | undefined>();
-  return Number(row?.id ?? 0);
+export async function removalCount(db: Knex, studyId: number): Promise<number> {
+  const row = await db('removals').where({ study_id: studyId }).count({ n: '*' }).first<{ n: string | number } | undefined>();
+  return Number(row?.n ?? 0);
 }

@@ -58,18 +58,23 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
   /** listFhirImports; a refusal's body is read as `Reply<Problem>` by naming it. */
   const list = <T = Listed>(query: Record<string, string>, key = world.key) => app.call<T>('GET', `${base()}?${new URLSearchParams(query)}`, { key });
 
-  /** A patient at site 01 with a saved screening vital-signs form (two values differ from the file's), and Buster's file sent in `mode`. */
-  async function sent(mode = 'review', withSavedForm = true): Promise<{ subject: string; id: string; url: string; items: Item[] }> {
+  /** A form saved at screening before the file is sent. */
+  type SavedForm = { visit: string; form: string; values: Record<string, string> };
+  /** Two of its values differ from Buster's file. */
+  const VITAL_SIGNS: SavedForm = { visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '85', hr: '70' } };
+
+  /** A patient at site 01 with the `saved` forms (vital signs unless told), and Buster's file sent in `mode` by the unblinded key. */
+  async function sent(mode = 'review', saved: SavedForm[] = [VITAL_SIGNS]): Promise<{ subject: string; id: string; url: string; items: Item[] }> {
     const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, {
       key: world.key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' },
     });
     const subject = enrolled.body.subject;
     await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
-    if (withSavedForm) {
-      const saved = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
-        key: world.key, body: { records: [{ subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '85', hr: '70' } }] },
+    if (saved.length > 0) {
+      const submitted = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: saved.map((form) => ({ subject, ...form })) },
       });
-      expect(saved.body.counts.ok).to.equal(1);
+      expect(submitted.body.counts.ok + submitted.body.counts.warn, JSON.stringify(submitted.body)).to.equal(saved.length);
     }
     const res = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `${base()}?subject=${subject}&mode=${mode}`, { key: world.key, raw: BUSTER, contentType: 'application/fhir+json' });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -132,7 +137,7 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
   });
 
   it('names the sending key as the decider of an import save mode saved at once, never an e-mail', async () => {
-    const { id } = await sent('save', false);
+    const { id } = await sent('save', []);
     const saved = await readBack(id);
     expect(saved).to.include({ status: 'saved', mode: 'save', decided_by: 'Test system (API)', needs_review: false });
     expect(saved.decided_at).to.equal(saved.created_at);
@@ -222,6 +227,20 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
     const listed = (await list({ subject }, blindedKey)).body.imports;
     expect(listed.map((i) => i.counts)).to.deep.equal([blinded.counts]);
     expect((await list({ subject })).body.imports.map((i) => i.counts)).to.deep.equal([full.counts]);
+  });
+
+  it('answers a blinded key sending again a file that still waits as the read shows it: no unblinded team\'s item nor saved value, recounted', async () => {
+    // The unblinded team's haematology is saved, so the import holds its saved values beside the file's.
+    const { subject, id, items } = await sent('review', [VITAL_SIGNS, { visit: 'screening', form: 'lab_hem', values: { hgb: '9.9', wbc: '9.99', plt: '999', hct: '33.3' } }]);
+    expect(items.filter((i) => i.form === 'lab_hem').map((i) => i.saved_value), 'the unblinded key sees the saved haematology').to.include('999');
+    const again = await app.call<AnswerOf<'importFhirRecord', 200>>('POST', `${base()}?subject=${subject}&mode=review`, { key: blindedKey, raw: BUSTER, contentType: 'application/fhir+json' });
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(again.body).to.include({ import: id, number: 1, status: 'proposed' });
+    expect(JSON.stringify(again.body)).to.not.include('lab_hem');
+    // The same items, each with its own placement, and the same counts as the blinded key's read of the import.
+    const blinded = await readBack(id, blindedKey);
+    expect(again.body.items).to.deep.equal(blinded.items.map(withoutOutcome));
+    expect(again.body.counts).to.deep.equal(blinded.counts).and.to.deep.equal(countItems(again.body.items));
   });
 
   it('never shows the imports of a patient who withdrew consent to data use', async () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { READ_AHEAD_MS } from '../../src/db/readAhead.js';
-import { inTransaction } from '../../src/db/stores.js';
+import { inTransaction, type AllStores } from '../../src/db/stores.js';
 import { createStudyWorld, giveConsent, operator, type StudyWorld } from '../helpers/factories.js';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { present } from '../helpers/only.js';
@@ -42,6 +42,28 @@ describe('read-ahead and a withdrawal of consent to data use', function () {
     return subjects;
   }
 
+  /** Records the patient's withdrawal of consent to data use in a transaction of its own, over the stores as `adapt` gives them. */
+  function withdraw(subject: string, adapt = (stores: AllStores) => stores): Promise<unknown> {
+    return inTransaction(app.db.knex, (stores) => recordConsent(adapt(stores), operator, { study: world.code, subject, change: { withdrawn: '2026-01-20', dataUse: true } }));
+  }
+
+  /**
+   * Starts the patient's withdrawal and holds its transaction open, its removal row inserted (and its id taken),
+   * as a slow statement or a busy server would, until `commit` is called.
+   */
+  async function withdrawalHeldOpen(subject: string): Promise<{ commit: () => Promise<unknown> }> {
+    let removalInserted!: () => void;
+    const inserted = new Promise<void>((resolve) => { removalInserted = resolve; });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    // Publishing the withdrawal's event is its last step, after the removal row.
+    const done = withdraw(subject, (stores) => ({
+      ...stores, webhooks: { ...stores.webhooks, publish: async (events) => { removalInserted(); await released; await stores.webhooks.publish(events); } },
+    }));
+    await Promise.race([inserted, done]);
+    return { commit: () => { release(); return done; } };
+  }
+
   /** A page of either read call: its rows under the call's name. */
   type Page = { next: string | null } & Partial<Record<'patients' | 'records', { subject: string }[]>>;
 
@@ -54,9 +76,28 @@ describe('read-ahead and a withdrawal of consent to data use', function () {
       expect(page1.body[operation]?.map((row) => row.subject)).to.deep.equal([first]);
       // The next page, holding the second patient, is read ahead as the first is answered; give its query time to finish.
       await new Promise((resolve) => setTimeout(resolve, 300));
-      await inTransaction(app.db.knex, (stores) => recordConsent(stores, operator, { study: world.code, subject: second, change: { withdrawn: '2026-01-20', dataUse: true } }));
+      await withdraw(second);
 
       // Asked while the page read ahead may still be served, or the test would prove nothing.
+      expect(Date.now() - answered, 'ms from the first page to the request for the next').to.be.below(READ_AHEAD_MS);
+      const page2 = await app.call<Page>('GET', `/api/v1/studies/${world.code}/${operation}?limit=1&after=${present(page1.body.next, 'the next token')}`, { key: world.key });
+      expect(page2.status).to.equal(200);
+      expect(page2.body[operation]?.map((row) => row.subject)).to.not.include(second);
+    });
+
+    it(`leaves out of the next page of ${operation} a patient whose withdrawal committed after one numbered later, though it was read ahead`, async () => {
+      const [first, other, last] = await threePatients();
+      const [second, third] = [present(other, 'the second patient'), present(last, 'the third patient')];
+      // The second patient's withdrawal takes the lower removal id but commits after the third's.
+      const secondWithdrawal = await withdrawalHeldOpen(second);
+      await withdraw(third);
+      const page1 = await app.call<Page>('GET', `/api/v1/studies/${world.code}/${operation}?limit=1`, { key: world.key });
+      const answered = Date.now();
+      expect(page1.body[operation]?.map((row) => row.subject)).to.deep.equal([first]);
+      // The next page, holding the second patient, is read ahead as the first is answered; give its query time to finish.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await secondWithdrawal.commit();
+
       expect(Date.now() - answered, 'ms from the first page to the request for the next').to.be.below(READ_AHEAD_MS);
       const page2 = await app.call<Page>('GET', `/api/v1/studies/${world.code}/${operation}?limit=1&after=${present(page1.body.next, 'the next token')}`, { key: world.key });
       expect(page2.status).to.equal(200);

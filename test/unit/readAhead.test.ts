@@ -80,13 +80,13 @@ describe('read-ahead of paging runs (src/db/readAhead.ts)', () => {
   });
 
   it('does not serve a page read before a patient of the study was removed (withdrew consent to data use)', async () => {
-    let lastRemoval = 0;
+    let removals = 0;
     const { asked, query } = pagesOf();
-    const pages = createReadAhead(() => Promise.resolve(lastRemoval)).pages('patients', query);
+    const pages = createReadAhead(() => Promise.resolve(removals)).pages('patients', query);
     await pages(SCOPE, {}, { afterId: 0, limit: 4, updatedSince: null });
     await new Promise((resolve) => setImmediate(resolve));
     expect(asked.map((p) => p.afterId), 'the next page was read ahead').to.deep.equal([0, 30]);
-    lastRemoval = 7;
+    removals = 1;
     await pages(SCOPE, {}, { afterId: 30, limit: 4, updatedSince: null });
     // Queried afresh at 30: the page read ahead is dropped.
     expect(asked.map((p) => p.afterId)).to.deep.equal([0, 30, 30, 60]);

@@ -12,6 +12,7 @@ import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { tableOf } from './cellField.js';
 import { importIdOf } from './importId.js';
+import { asSeen, hiddenFormCodes } from './importReads.js';
 import { itemAt } from './itemAt.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
@@ -77,7 +78,9 @@ export async function importFhirRecord(
   const contentHash = fhirContentHash(input.entries);
   const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
   if (waiting) {
-    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, placements: itemPlacements(waiting.items, study.design, patient.enrolledOn), repeated: true };
+    // The waiting import was mapped for the key that sent the file first, which may see forms this key may not.
+    const { counts, items } = asSeen(waiting, hiddenFormCodes(study, key));
+    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: true };
   }
   const ids = await stores.studies.designIds(study);
   const sites = await stores.studies.sites(study);
