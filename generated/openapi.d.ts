@@ -361,7 +361,8 @@ export interface paths {
          *       creates no second import: the call answers 200 with that import as it stands. The same content
          *       means the same resources in the same order with the same values; blanks, member order, and a
          *       Bundle versus NDJSON do not count. Once the import is decided, or saved, the same file makes a
-         *       new import.
+         *       new import. In a blinded study an import holds only the forms its key sees, so the same file
+         *       from a key that sees other forms (blinded against unblinded) makes an import of its own.
          *
          *     Both modes answer 201 for a new import. Refusals keep nothing. They are 415 for another content type, 413 for a body
          *     over 5 MB, and 422 `unknown_subject`, `fhir_other_patient`, `fhir_two_patients`,

@@ -229,18 +229,34 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
     expect((await list({ subject })).body.imports.map((i) => i.counts)).to.deep.equal([full.counts]);
   });
 
-  it('answers a blinded key sending again a file that still waits as the read shows it: no unblinded team\'s item nor saved value, recounted', async () => {
-    // The unblinded team's haematology is saved, so the import holds its saved values beside the file's.
+  it('makes a blinded key sending again a file that still waits an import of its own: no unblinded team\'s item nor saved value', async () => {
+    // The unblinded team's haematology is saved, so the unblinded key's import holds its saved values beside the file's.
     const { subject, id, items } = await sent('review', [VITAL_SIGNS, { visit: 'screening', form: 'lab_hem', values: { hgb: '9.9', wbc: '9.99', plt: '999', hct: '33.3' } }]);
     expect(items.filter((i) => i.form === 'lab_hem').map((i) => i.saved_value), 'the unblinded key sees the saved haematology').to.include('999');
-    const again = await app.call<AnswerOf<'importFhirRecord', 200>>('POST', `${base()}?subject=${subject}&mode=review`, { key: blindedKey, raw: BUSTER, contentType: 'application/fhir+json' });
-    expect(again.status, JSON.stringify(again.body)).to.equal(200);
-    expect(again.body).to.include({ import: id, number: 1, status: 'proposed' });
+    const again = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `${base()}?subject=${subject}&mode=review`, { key: blindedKey, raw: BUSTER, contentType: 'application/fhir+json' });
+    expect(again.status, JSON.stringify(again.body)).to.equal(201);
+    expect(again.body.import).to.not.equal(id);
     expect(JSON.stringify(again.body)).to.not.include('lab_hem');
-    // The same items, each with its own placement, and the same counts as the blinded key's read of the import.
-    const blinded = await readBack(id, blindedKey);
-    expect(again.body.items).to.deep.equal(blinded.items.map(withoutOutcome));
-    expect(again.body.counts).to.deep.equal(blinded.counts).and.to.deep.equal(countItems(again.body.items));
+    expect(again.body.counts).to.deep.equal(countItems(again.body.items));
+  });
+
+  it('makes an unblinded key sending again a file a blinded key sent an import of its own, with the unblinded team\'s values', async () => {
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, {
+      key: world.key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' },
+    });
+    const subject = enrolled.body.subject;
+    await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
+    const send = (key: string) => app.call<AnswerOf<'importFhirRecord', 201>>('POST', `${base()}?subject=${subject}&mode=review`, { key, raw: BUSTER, contentType: 'application/fhir+json' });
+    const blinded = await send(blindedKey);
+    expect(blinded.status).to.equal(201);
+    expect(blinded.body.items.filter((i) => i.form === 'lab_hem')).to.deep.equal([]);
+    const unblinded = await send(world.key);
+    expect(unblinded.status, 'not answered with the blinded key\'s import').to.equal(201);
+    expect(unblinded.body.import).to.not.equal(blinded.body.import);
+    expect(unblinded.body.items.filter((i) => i.form === 'lab_hem' && i.state === 'new')).to.not.deep.equal([]);
+    // Each key sending its file again gets its own import back.
+    expect((await send(blindedKey)).body.import).to.equal(blinded.body.import);
+    expect((await send(world.key)).body.import).to.equal(unblinded.body.import);
   });
 
   it('never shows the imports of a patient who withdrew consent to data use', async () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { fhirContentHash } from '../../src/domain/fhir/importFhirRecord.js';
+import { fhirContentHash, importContentKey } from '../../src/domain/fhir/importFhirRecord.js';
 import { entriesOfJson, parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
 
 describe('FHIR import: fhirContentHash', () => {
@@ -41,5 +41,14 @@ describe('FHIR import: fhirContentHash', () => {
     const other = parseNdjsonEntries('{"resourceType":"Patient","id":"p1","__proto__":{"x":2}}');
     expect(fhirContentHash(one)).to.equal('74251b86ccb3f9ebc0358c3c26ca49a1fb3c7f74820dbc054b6849339e1a0976');
     expect(fhirContentHash(one)).to.not.equal(fhirContentHash(other));
+  });
+
+  it('tells the same file apart by the forms hidden from its key, and is the resources\' hash for a key that sees every form', () => {
+    const entries = entriesOfJson(bundle);
+    expect(importContentKey(entries, new Set())).to.equal(fhirContentHash(entries));
+    const blinded = importContentKey(entries, new Set(['lab_hem', 'ip_alloc']));
+    expect(blinded).to.match(/^[0-9a-f]{64}$/);
+    expect(blinded).to.not.equal(fhirContentHash(entries));
+    expect(importContentKey(entries, new Set(['ip_alloc', 'lab_hem'])), 'whatever the order of the forms').to.equal(blinded);
   });
 });

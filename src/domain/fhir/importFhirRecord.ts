@@ -52,6 +52,19 @@ export function fhirContentHash(entries: readonly FhirEntry[]): string {
 }
 
 /**
+ * What makes a file "the same content" as one whose import waits, for the patient and mode: its resources'
+ * hash (fhirContentHash) and, for a key that may not see every form (blinding), the forms hidden from it. An
+ * import is mapped onto the forms its key sees only, so the same file from a key that sees other forms is
+ * another import: answered with one mapped for fewer forms, an unblinded key would never get the values of
+ * the unblinded team's forms.
+ */
+export function importContentKey(entries: readonly FhirEntry[], hiddenForms: ReadonlySet<string>): string {
+  const resources = fhirContentHash(entries);
+  if (hiddenForms.size === 0) return resources;
+  return createHash('sha256').update(JSON.stringify([resources, [...hiddenForms].sort()])).digest('hex');
+}
+
+/**
  * Places a patient's FHIR R4 record into the eCRF (interface description, "FHIR call rules"). The
  * file must be valid R4 and concern exactly this patient. In review mode nothing is saved: the
  * import waits, `proposed`, on the patient's card. In save mode the values that fill empty places
@@ -59,7 +72,8 @@ export function fhirContentHash(entries: readonly FhirEntry[]): string {
  * that would change a saved value is never saved that way and stays proposed for the site's review.
  * A file that leaves nothing to review (nothing mapped, or every value equal to the saved one) ends
  * `saved` in both modes, so it never shows as waiting. The same content sent again for the patient and
- * mode while its import still waits returns that import instead of making a second one.
+ * mode, by a key that sees the same forms, while its import still waits returns that import instead of
+ * making a second one.
  */
 export async function importFhirRecord(
   stores: Stores,
@@ -75,11 +89,13 @@ export async function importFhirRecord(
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });
-  const contentHash = fhirContentHash(input.entries);
+  const hidden = hiddenFormCodes(study, key);
+  const contentHash = importContentKey(input.entries, hidden);
   const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
   if (waiting) {
-    // The waiting import was mapped for the key that sent the file first, which may see forms this key may not.
-    const { counts, items } = asSeen(waiting, hiddenFormCodes(study, key));
+    // Only an import mapped for the same hidden forms matches (importContentKey); it is shown as the read calls
+    // show it all the same, so that no answer can hold more than this key may see.
+    const { counts, items } = asSeen(waiting, hidden);
     return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: true };
   }
   const ids = await stores.studies.designIds(study);
