@@ -442,6 +442,18 @@ describe('importFhirRecord', function () {
         body: () => busterWith((bundle) => { present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: 'Patient/someone-else' }; }),
         status: 422, code: 'fhir_other_patient', detail: /refers to Patient\/someone-else/,
       },
+      {
+        name: 'a file whose Observation refers to its Patient\'s id on another server (the Patient\'s fullUrl is on hospital A)',
+        subject: () => buster,
+        body: () => {
+          // As hospital A's server would send it: the Patient's fullUrl and every reference to it on that server.
+          const id = present(entryOf(syntheaBundle(BUSTER), 'Patient').resource?.id, 'the Patient\'s id');
+          const bundle = JSON.parse(synthea(BUSTER).toString('utf8').replaceAll(`urn:uuid:${id}`, `http://hospital-a.example/fhir/Patient/${id}`)) as Bundle;
+          present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: `http://hospital-b.example/fhir/Patient/${id}` };
+          return JSON.stringify(bundle);
+        },
+        status: 422, code: 'fhir_other_patient', detail: /refers to http:\/\/hospital-b\.example\/fhir\/Patient\//,
+      },
       { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
       { name: 'JSON that is not a resource', subject: () => buster, body: () => '{"hello": 1}', status: 422, code: 'fhir_not_fhir' },
       { name: 'a JSON array', subject: () => buster, body: () => '[{"resourceType": "Patient"}]', status: 422, code: 'fhir_not_fhir' },

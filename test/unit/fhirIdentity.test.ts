@@ -68,6 +68,30 @@ describe('checkPatientIdentity', function () {
     expect(identity).to.deep.equal({ patient: 'Patient/example', identifiers: [{ system: 'urn:oid:1.2.36.146.595.217.0.1', value: '12345' }] });
   });
 
+  describe('absolute references and a Patient with an absolute fullUrl', () => {
+    const hospitalA = 'http://hospital-a.example/fhir';
+    const heartRate = (subject: string) => ({ ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), subject: { reference: subject } });
+    const file = (subject: string): FhirEntry[] => [
+      { fullUrl: `${hospitalA}/Patient/example`, resource: hl7('patient-example.json'), index: 0 },
+      { fullUrl: `${hospitalA}/Observation/heart-rate`, resource: heartRate(subject), index: 1 },
+    ];
+    const enrolled: StudyPatient = { subject: 's', sex: 'male', birthYear: 1974 };
+
+    it('accepts the Patient named by its own server\'s address, with or without a version, or relatively', () => {
+      for (const subject of [`${hospitalA}/Patient/example`, `${hospitalA}/Patient/example/_history/2`, 'Patient/example']) {
+        expect(checkPatientIdentity(file(subject), enrolled).patient, subject).to.equal('Patient/example');
+      }
+    });
+
+    it('refuses Patient/<id> on another server as another patient (fhir_other_patient)', () => {
+      const { code, reason } = refusal(() => checkPatientIdentity(file('http://hospital-b.example/fhir/Patient/example'), enrolled));
+      expect([code, reason]).to.deep.equal([
+        'fhir_other_patient',
+        "Observation/heart-rate subject refers to http://hospital-b.example/fhir/Patient/example, not to the file's Patient Patient/example",
+      ]);
+    });
+  });
+
   it('refuses a resource of another patient (fhir_other_patient), naming it', () => {
     const entries = [...bundle('smart-buster-hoeger-235kb.json'), { resource: hl7('observation-example.json'), index: 66 }];
     const { code, reason, subject } = refusal(() => checkPatientIdentity(entries, { subject: '01-003', sex: 'male', birthYear: 1988 }));

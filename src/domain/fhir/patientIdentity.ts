@@ -6,7 +6,7 @@
  */
 import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
-import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
 interface LinkedIdentifier {
@@ -46,7 +46,8 @@ const MEMBERS = ['subject', 'patient'] as const;
  *
  * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one.
  * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
- *   fullUrl, by `Patient/<id>` (relative or absolute), by one of its identifiers, or to a contained
+ *   fullUrl, by `Patient/<id>` (relative, or absolute on the server of the Patient's absolute fullUrl:
+ *   `namesEntry`), by one of its identifiers, or to a contained
  *   Patient sharing one of its identifiers. References to a Group, Device or any non-Patient resource
  *   of the file are not about a patient and are ignored.
  * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
@@ -74,11 +75,6 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     }
   }
   const main = patients[0];
-  const mainKeys = new Set<string>();
-  for (const p of patients) {
-    if (p.fullUrl) mainKeys.add(p.fullUrl);
-    if (p.resource.id) mainKeys.add(`Patient/${p.resource.id}`);
-  }
   const mainIdentifiers = patients.flatMap((p) => identifiersOf(p.resource as fhir4.Patient));
 
   const others = new Map<string, string>();
@@ -87,7 +83,7 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
       const pointer = patientPointer(entry, member, index);
       if (!pointer) continue;
       if (main) {
-        if (!pointsAtMain(pointer, patients, mainKeys, mainIdentifiers)) {
+        if (!pointsAtMain(pointer, patients, mainIdentifiers)) {
           throw fail(
             'fhir_other_patient',
             `${entryReference(entry)} ${member} refers to ${describePointer(pointer)}, not to the file's Patient ${entryReference(main)}`,
@@ -180,12 +176,12 @@ function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], inde
   return null;
 }
 
-function pointsAtMain(pointer: PatientPointer, patients: FhirEntry[], keys: Set<string>, identifiers: LinkedIdentifier[]): boolean {
+function pointsAtMain(pointer: PatientPointer, patients: FhirEntry[], identifiers: LinkedIdentifier[]): boolean {
   switch (pointer.kind) {
     case 'patient':
       return patients.includes(pointer.entry);
     case 'literal':
-      return keys.has(pointer.key) || keys.has(pointer.text);
+      return patients.some((p) => namesEntry(pointer.text, p));
     case 'identifier':
       return identifiers.some((id) => identifierMatches(pointer.identifier, id));
     case 'contained':
