@@ -443,6 +443,12 @@ describe('importFhirRecord', function () {
         status: 422, code: 'fhir_other_patient', detail: /refers to Patient\/someone-else/,
       },
       {
+        name: 'a file with an Observation about a Group (a ward\'s heart rate)',
+        subject: () => buster,
+        body: () => busterWith((bundle) => { present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: 'Group/ward-7' }; }),
+        status: 422, code: 'fhir_other_patient', detail: /subject refers to Group\/ward-7, which is not a Patient/,
+      },
+      {
         name: 'a file whose Observation refers to its Patient\'s id on another server (the Patient\'s fullUrl is on hospital A)',
         subject: () => buster,
         body: () => {

@@ -133,16 +133,43 @@ describe('checkPatientIdentity', function () {
     expect(reason).to.equal('the file refers to two patients: Patient/f001 and Patient/f201');
   });
 
-  it('ignores references to what is not a patient (Group, Device, a Location in the file)', () => {
-    const group = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'g', subject: { reference: 'Group/103' } };
-    const location = { resourceType: 'Location', id: 'ward' } as fhir4.Location;
-    const onLocation = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'l', subject: { reference: 'Location/ward' } };
-    const result = checkPatientIdentity(ndjson(hl7('patient-example.json'), hl7('observation-example.json'), group, location, onLocation), {
-      subject: 's',
-      sex: 'male',
-      birthYear: 1974,
+  describe('a subject that is not a Patient (a Group, a Location, a Device)', () => {
+    const bmi = (id: string, subject: fhir4.Reference, extra: Partial<fhir4.Observation> = {}): fhir4.Observation =>
+      ({ ...(hl7('observation-example-bmi.json') as fhir4.Observation), id, subject, ...extra });
+    const condition = (subject: fhir4.Reference): fhir4.Condition => ({ resourceType: 'Condition', id: 'c', code: { text: 'asthma' }, subject });
+    const statement = (subject: fhir4.Reference, extra: Partial<fhir4.MedicationStatement> = {}): fhir4.MedicationStatement =>
+      ({ resourceType: 'MedicationStatement', id: 'm', status: 'active', medicationCodeableConcept: { text: 'salbutamol' }, subject, ...extra });
+    const ward = { resourceType: 'Location', id: 'ward' } as fhir4.Location;
+    const cases: [string, fhir4.Resource[], string][] = [
+      ['an Observation about a Group', [bmi('g', { reference: 'Group/103' })], 'Observation/g subject refers to Group/103, which is not a Patient'],
+      ['an Observation about a Location of the file', [ward, bmi('l', { reference: 'Location/ward' })], 'Observation/l subject refers to Location/ward, which is not a Patient'],
+      ['a Condition about a Device on a server', [condition({ reference: 'https://ehr.example.org/fhir/Device/pump-1' })], 'Condition/c subject refers to https://ehr.example.org/fhir/Device/pump-1, which is not a Patient'],
+      [
+        'a MedicationStatement about a contained Group',
+        [statement({ reference: '#g' }, { contained: [{ resourceType: 'Group', id: 'g', type: 'person', actual: true } as fhir4.Group] })],
+        'MedicationStatement/m subject refers to #g, which is not a Patient',
+      ],
+      ['an Observation about a Group named by identifier', [bmi('i', { type: 'Group', identifier: { system: 'urn:ward', value: '7' } })], 'Observation/i subject refers to Group urn:ward|7, which is not a Patient'],
+    ];
+    for (const [name, resources, reason] of cases) {
+      it(`refuses ${name} (fhir_other_patient), with or without a Patient in the file`, () => {
+        for (const file of [ndjson(hl7('patient-example.json'), ...resources), ndjson(...resources)]) {
+          expect(refusal(() => checkPatientIdentity(file, { subject: 's', sex: 'male', birthYear: 1974 }))).to.deep.equal({ code: 'fhir_other_patient', reason, subject: 's' });
+        }
+      });
+    }
+
+    it('ignores such references on resources the mapping never reads (an Encounter, a DiagnosticReport, a Device)', () => {
+      const encounter = { resourceType: 'Encounter', id: 'e', status: 'finished', class: { code: 'AMB' }, subject: { reference: 'Group/103' } } as fhir4.Encounter;
+      const report = { resourceType: 'DiagnosticReport', id: 'r', status: 'final', code: { text: 'ward round' }, subject: { reference: 'Location/ward' } } as fhir4.DiagnosticReport;
+      const device = { resourceType: 'Device', id: 'd', patient: { reference: 'Group/103' } } as fhir4.Device;
+      const result = checkPatientIdentity(ndjson(hl7('patient-example.json'), hl7('observation-example.json'), ward, encounter, report, device), {
+        subject: 's',
+        sex: 'male',
+        birthYear: 1974,
+      });
+      expect(result.patient).to.equal('Patient/example');
     });
-    expect(result.patient).to.equal('Patient/example');
   });
 
   it('matches identifier-only references against the Patient', () => {

@@ -7,6 +7,7 @@
 import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
 import { indexEntries, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { MAPPED_TYPES } from './mapToEcrf.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
 interface LinkedIdentifier {
@@ -39,6 +40,12 @@ type PatientPointer =
   | { kind: 'identifier'; identifier: LinkedIdentifier; text: string }
   | { kind: 'contained'; patient: fhir4.Patient; text: string };
 
+/** A `subject` / `patient` reference known to point at something else than a patient (a Group, a Device…). */
+interface NotAPatient {
+  kind: 'not-patient';
+  text: string;
+}
+
 const MEMBERS = ['subject', 'patient'] as const;
 
 /**
@@ -48,8 +55,11 @@ const MEMBERS = ['subject', 'patient'] as const;
  * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
  *   fullUrl, by `Patient/<id>` (relative, or absolute on the server of the Patient's absolute fullUrl:
  *   `namesEntry`), by one of its identifiers, or to a contained
- *   Patient sharing one of its identifiers. References to a Group, Device or any non-Patient resource
- *   of the file are not about a patient and are ignored.
+ *   Patient sharing one of its identifiers.
+ * - A resource the mapping takes values from (`MAPPED_TYPES`: Observation, Condition, medications)
+ *   whose subject is a Group, Location, Device or anything else than a Patient is about someone or
+ *   something else than the patient: `fhir_other_patient`. On other resources (an Encounter, a
+ *   Device's owner) such references are ignored, as nothing of them reaches the eCRF.
  * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
  *   patient. Such a file cannot be checked against gender, birth year or linked identifiers except
  *   through identifier-only references; it is accepted and links only those identifiers.
@@ -82,6 +92,12 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     for (const member of MEMBERS) {
       const pointer = patientPointer(entry, member, index);
       if (!pointer) continue;
+      if (pointer.kind === 'not-patient') {
+        if (MAPPED_TYPES.has(entry.resource.resourceType)) {
+          throw fail('fhir_other_patient', `${entryReference(entry)} ${member} refers to ${pointer.text}, which is not a Patient`);
+        }
+        continue;
+      }
       if (main) {
         if (!pointsAtMain(pointer, patients, mainIdentifiers)) {
           throw fail(
@@ -149,28 +165,29 @@ function identifierMatches(linked: LinkedIdentifier, found: LinkedIdentifier): b
   return linked.value === found.value && (!linked.system || linked.system === found.system);
 }
 
-function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], index: ResourceIndex): PatientPointer | null {
+/** Where the entry's `subject` or `patient` points, or null when it has none (or an unresolved `#id`). */
+function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], index: ResourceIndex): PatientPointer | NotAPatient | null {
   const ref = (entry.resource as unknown as Record<string, unknown>)[member] as fhir4.Reference | undefined;
   if (!ref || typeof ref !== 'object') return null;
   if (typeof ref.reference === 'string' && ref.reference !== '') {
     const text = ref.reference;
     const resolved = resolveReference(index, text, entry.resource);
     if (resolved?.where === 'file') {
-      return resolved.entry.resource.resourceType === 'Patient' ? { kind: 'patient', entry: resolved.entry } : null;
+      return resolved.entry.resource.resourceType === 'Patient' ? { kind: 'patient', entry: resolved.entry } : { kind: 'not-patient', text };
     }
     if (resolved?.where === 'contained') {
-      return resolved.resource.resourceType === 'Patient' ? { kind: 'contained', patient: resolved.resource as fhir4.Patient, text } : null;
+      return resolved.resource.resourceType === 'Patient' ? { kind: 'contained', patient: resolved.resource as fhir4.Patient, text } : { kind: 'not-patient', text };
     }
     if (text.startsWith('#')) return null;
     const typed = typedId(text);
-    if (typed && typed.type !== 'Patient') return null;
+    if (typed && typed.type !== 'Patient') return { kind: 'not-patient', text };
     // A reference to a Patient not in the file, or an unresolved urn:uuid: (which may name one).
     return { kind: 'literal', key: typed ? `Patient/${typed.id}` : text, text };
   }
   if (ref.identifier?.value) {
-    // Only a reference typed as something else than Patient is known not to be about the patient.
-    if (ref.type && ref.type !== 'Patient') return null;
     const identifier = ref.identifier.system ? { system: ref.identifier.system, value: ref.identifier.value } : { value: ref.identifier.value };
+    // Only a reference typed as something else than Patient is known not to be about the patient.
+    if (ref.type && ref.type !== 'Patient') return { kind: 'not-patient', text: `${ref.type} ${describeIdentifier(identifier)}` };
     return { kind: 'identifier', identifier, text: describeIdentifier(identifier) };
   }
   return null;
