@@ -431,6 +431,19 @@ describe('importFhirRecord', function () {
       const b = syntheaBundle('smart-edward-gulgowski-284kb.json');
       return JSON.stringify({ ...a, entry: [...entries(a), ...entries(b)] });
     };
+    /** Buster Hoeger's bundle as hospital A's server would send it (the Patient's fullUrl and every reference to it there), changed. */
+    const busterAtHospitalA = (change: (bundle: Bundle, patientId: string) => void) => {
+      const id = present(entryOf(syntheaBundle(BUSTER), 'Patient').resource?.id, 'the Patient\'s id');
+      const bundle = JSON.parse(synthea(BUSTER).toString('utf8').replaceAll(`urn:uuid:${id}`, `http://hospital-a.example/fhir/Patient/${id}`)) as Bundle;
+      change(bundle, id);
+      return JSON.stringify(bundle);
+    };
+    /** Buster's Patient, changed, as a second Patient of his bundle. */
+    const withSecondPatient = (change: (patient: fhir4.Patient) => void, fullUrl?: string) => (bundle: Bundle) => {
+      const second = structuredClone(present(entryOf(bundle, 'Patient').resource, 'the Patient'));
+      change(second);
+      entries(bundle).push({ ...(fullUrl ? { fullUrl } : {}), resource: second });
+    };
     /** The bundle with its last resource made invalid R4 (an instant that is none), a resource the mapping never reads. */
     const lastNotR4 = () => busterWith((bundle) => { present(at(entries(bundle), entries(bundle).length - 1).resource, 'the last resource').meta = { lastUpdated: 'never' }; });
     const cases: {
@@ -451,16 +464,26 @@ describe('importFhirRecord', function () {
       {
         name: 'a file whose Observation refers to its Patient\'s id on another server (the Patient\'s fullUrl is on hospital A)',
         subject: () => buster,
-        body: () => {
-          // As hospital A's server would send it: the Patient's fullUrl and every reference to it on that server.
-          const id = present(entryOf(syntheaBundle(BUSTER), 'Patient').resource?.id, 'the Patient\'s id');
-          const bundle = JSON.parse(synthea(BUSTER).toString('utf8').replaceAll(`urn:uuid:${id}`, `http://hospital-a.example/fhir/Patient/${id}`)) as Bundle;
+        body: () => busterAtHospitalA((bundle, id) => {
           present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: `http://hospital-b.example/fhir/Patient/${id}` };
-          return JSON.stringify(bundle);
-        },
+        }),
         status: 422, code: 'fhir_other_patient', detail: /refers to http:\/\/hospital-b\.example\/fhir\/Patient\//,
       },
       { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
+      {
+        name: 'a second Patient with the Patient\'s id and other identifiers on another server',
+        subject: () => buster,
+        body: () => busterAtHospitalA((bundle, id) => {
+          withSecondPatient((p) => { p.identifier = [{ system: 'urn:oid:1.2.3.4', value: 'B-1' }]; }, `http://hospital-b.example/fhir/Patient/${id}`)(bundle);
+        }),
+        status: 422, code: 'fhir_two_patients',
+      },
+      {
+        name: 'a second Patient sharing the Patient\'s identifiers whose sex contradicts the enrolment',
+        subject: () => buster,
+        body: () => busterWith(withSecondPatient((p) => { p.id = 'second'; p.gender = 'female'; })),
+        status: 422, code: 'fhir_identity_mismatch', detail: /the Patient Patient\/second is female/,
+      },
       { name: 'JSON that is not a resource', subject: () => buster, body: () => '{"hello": 1}', status: 422, code: 'fhir_not_fhir' },
       { name: 'a JSON array', subject: () => buster, body: () => '[{"resourceType": "Patient"}]', status: 422, code: 'fhir_not_fhir' },
       { name: 'text that is not JSON', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', status: 422, code: 'fhir_not_fhir' },
@@ -471,7 +494,7 @@ describe('importFhirRecord', function () {
         body: () => busterWith((bundle) => { present(entryOf(bundle, 'Patient').resource, 'the Patient').gender = 'mal' as fhir4.Patient['gender']; }),
         status: 422, code: 'fhir_not_fhir',
       },
-      { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /gender is male/ },
+      { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /is male, the patient was enrolled as female/ },
       // The R4 check runs beside the mapping and the writes (r4FaultInSlices): its refusal must still come first, and undo them.
       { name: 'a file not valid R4 whose Patient also contradicts the enrolment, as not R4', subject: () => female, body: lastNotR4, status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },
       { name: 'in save mode, into an empty patient, a file whose last resource is not valid R4', subject: () => buster, body: lastNotR4, mode: 'save', status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },

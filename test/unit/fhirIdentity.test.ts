@@ -184,12 +184,55 @@ describe('checkPatientIdentity', function () {
     );
   });
 
+  describe('a file with several Patients', () => {
+    const person = (id: string, gender: 'female' | 'male', birthDate: string, mrn: string): fhir4.Patient => ({
+      resourceType: 'Patient', id, gender, birthDate, identifier: [{ system: 'urn:oid:1.2.3.4', value: mrn }],
+    });
+    const enrolled: StudyPatient = { subject: '01-001', sex: 'female', birthYear: 1970 };
+    const atHospital = (server: string, resource: fhir4.Patient): FhirEntry => ({ fullUrl: `http://${server}.example/fhir/Patient/${resource.id}`, resource, index: 0 });
+
+    it('refuses two Patients with the same id on two servers (fhir_two_patients), in either order', () => {
+      const a = atHospital('hospital-a', person('1', 'female', '1970-05-14', 'A-1'));
+      const b = atHospital('hospital-b', person('1', 'male', '1950-01-01', 'B-1'));
+      for (const [one, two] of [[a, b], [b, a]] as const) {
+        const { code, reason } = refusal(() => checkPatientIdentity([one, { ...two, index: 1 }], enrolled));
+        expect([code, reason]).to.deep.equal(['fhir_two_patients', 'the file has two Patients: Patient/1 and Patient/1']);
+      }
+    });
+
+    it('counts the same id on one server as one Patient, a version apart', () => {
+      const a = atHospital('hospital-a', person('1', 'female', '1970-05-14', 'A-1'));
+      const again = { ...a, fullUrl: `${a.fullUrl}/_history/2`, resource: person('1', 'female', '1970-05-14', 'A-2'), index: 1 };
+      expect(checkPatientIdentity([a, again], enrolled).identifiers.map((i) => i.value)).to.deep.equal(['A-1', 'A-2']);
+    });
+
+    it('checks every Patient against the enrolment, not only the first (shared identifier, or same id)', () => {
+      const files: [string, fhir4.Patient[]][] = [
+        ['a shared identifier', [person('1', 'female', '1970-05-14', 'A-1'), person('2', 'male', '1970-05-14', 'A-1')]],
+        ['the same id', [person('1', 'female', '1970-05-14', 'A-1'), person('1', 'female', '1950-05-14', 'A-2')]],
+      ];
+      for (const [why, resources] of files) {
+        expect(refusal(() => checkPatientIdentity(ndjson(...resources), enrolled)).code, why).to.equal('fhir_identity_mismatch');
+      }
+      const { reason } = refusal(() => checkPatientIdentity(ndjson(...(files[0]?.[1] ?? [])), enrolled));
+      expect(reason).to.equal('the Patient Patient/2 is male, the patient was enrolled as female');
+    });
+
+    it('requires the linked identifier of every Patient', () => {
+      const linkedA1 = { ...enrolled, linkedIdentity: [{ system: 'urn:oid:1.2.3.4', value: 'A-1' }] };
+      const second = { ...person('1', 'female', '1970-05-14', 'A-1'), identifier: [] };
+      expect(refusal(() => checkPatientIdentity(ndjson(person('1', 'female', '1970-05-14', 'A-1'), second), linkedA1)).reason).to.equal(
+        'the Patient Patient/1 carries none of the identifiers linked to the patient (urn:oid:1.2.3.4|A-1)',
+      );
+    });
+  });
+
   describe('identity against the enrolment (fhir_identity_mismatch)', () => {
     const buster = () => bundle('smart-buster-hoeger-235kb.json');
 
     it('refuses a Patient whose gender contradicts the enrolled sex', () => {
       const { code, reason, subject } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'female', birthYear: 1988 }));
-      expect([code, subject, reason]).to.deep.equal(['fhir_identity_mismatch', '01-005', 'the Patient\'s gender is male, the patient was enrolled as female']);
+      expect([code, subject, reason]).to.deep.equal(['fhir_identity_mismatch', '01-005', 'the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 is male, the patient was enrolled as female']);
     });
 
     it('does not treat other or unknown as a contradiction', () => {
@@ -199,7 +242,7 @@ describe('checkPatientIdentity', function () {
 
     it('refuses a Patient born in another year', () => {
       const { code, reason } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'male', birthYear: 1989 }));
-      expect([code, reason]).to.deep.equal(['fhir_identity_mismatch', 'the Patient was born in 1988, the patient was enrolled with birth year 1989']);
+      expect([code, reason]).to.deep.equal(['fhir_identity_mismatch', 'the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 was born in 1988, the patient was enrolled with birth year 1989']);
     });
 
     it('requires one of the linked identifiers when there are some', () => {
@@ -211,7 +254,7 @@ describe('checkPatientIdentity', function () {
       // Emery Purdy's identifier: the file is Buster Hoeger's.
       const { code, reason } = refusal(() => checkPatientIdentity(buster(), linked([{ system: SYNTHEA_IDENTIFIER, value: '298c62e6-b204-4a14-8e21-73d5be0ce22e' }])));
       expect(code).to.equal('fhir_identity_mismatch');
-      expect(reason).to.equal(`the Patient carries none of the identifiers linked to the patient (${SYNTHEA_IDENTIFIER}|298c62e6-b204-4a14-8e21-73d5be0ce22e)`);
+      expect(reason).to.equal(`the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 carries none of the identifiers linked to the patient (${SYNTHEA_IDENTIFIER}|298c62e6-b204-4a14-8e21-73d5be0ce22e)`);
       // Same value in another system is another identifier.
       expect(refusal(() => checkPatientIdentity(buster(), linked([{ system: 'urn:other', value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' }]))).code).to.equal(
         'fhir_identity_mismatch',

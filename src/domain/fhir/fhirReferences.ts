@@ -69,7 +69,8 @@ export function namesEntry(reference: string, entry: FhirEntry): boolean {
   return !isAbsoluteUrl(reference) || !entry.fullUrl || !isAbsoluteUrl(entry.fullUrl);
 }
 
-function isAbsoluteUrl(reference: string): boolean {
+/** Whether the reference or fullUrl is an http(s) address, as a server's resources have. */
+export function isAbsoluteUrl(reference: string): boolean {
   return /^https?:\/\//i.test(reference);
 }
 

@@ -6,7 +6,7 @@
  */
 import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
-import { indexEntries, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries, isAbsoluteUrl, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
 import { MAPPED_TYPES } from './mapToEcrf.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
@@ -51,7 +51,8 @@ const MEMBERS = ['subject', 'patient'] as const;
 /**
  * Checks the file's Patient and every `subject` / `patient` reference against the study patient.
  *
- * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one.
+ * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one,
+ *   but not two with the same id whose fullUrls are absolute addresses on different servers.
  * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
  *   fullUrl, by `Patient/<id>` (relative, or absolute on the server of the Patient's absolute fullUrl:
  *   `namesEntry`), by one of its identifiers, or to a contained
@@ -63,10 +64,10 @@ const MEMBERS = ['subject', 'patient'] as const;
  * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
  *   patient. Such a file cannot be checked against gender, birth year or linked identifiers except
  *   through identifier-only references; it is accepted and links only those identifiers.
- * - The Patient's gender and birth year must not contradict the enrolment. Only male against female
- *   contradicts: `other` and `unknown` on either side say nothing.
- * - When identifiers are linked from earlier imports, the Patient must carry one of them (same value,
- *   and the same system when the linked identifier has one).
+ * - Every Patient of the file, not only the first, is checked against the enrolment: its gender and
+ *   birth year must not contradict it (only male against female contradicts: `other` and `unknown` on
+ *   either side say nothing), and when identifiers are linked from earlier imports it must carry one of
+ *   them (same value, and the same system when the linked identifier has one).
  *
  * @returns the Patient's reference and the identifiers to link
  * @throws DomainError `fhir_two_patients`, `fhir_other_patient` or `fhir_identity_mismatch`, each with
@@ -128,30 +129,48 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     return { patient: null, identifiers: dedupe(identifiers) };
   }
 
-  const resource = main.resource as fhir4.Patient;
-  const gender = resource.gender;
-  if ((gender === 'male' || gender === 'female') && (patient.sex === 'male' || patient.sex === 'female') && gender !== patient.sex) {
-    throw fail('fhir_identity_mismatch', `the Patient's gender is ${gender}, the patient was enrolled as ${patient.sex}`);
-  }
-  const birthYear = resource.birthDate ? Number(resource.birthDate.slice(0, 4)) : null;
-  if (birthYear !== null && birthYear !== patient.birthYear) {
-    throw fail('fhir_identity_mismatch', `the Patient was born in ${birthYear}, the patient was enrolled with birth year ${patient.birthYear}`);
-  }
-  const linked = patient.linkedIdentity ?? [];
-  if (linked.length > 0 && !mainIdentifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
-    throw fail(
-      'fhir_identity_mismatch',
-      `the Patient carries none of the identifiers linked to the patient (${linked.map(describeIdentifier).join(', ')})`,
-    );
-  }
+  // Patients counted as one (same id, a shared identifier) may still be another person's record.
+  for (const p of patients) checkAgainstEnrolment(p.resource as fhir4.Patient, `the Patient ${entryReference(p)}`, patient, fail);
   return { patient: entryReference(main), identifiers: dedupe(mainIdentifiers) };
 }
 
+/**
+ * Refuses a Patient of the file whose gender or birth year contradicts the enrolment, or that carries
+ * none of the identifiers linked to the patient when there are some.
+ *
+ * @param name - how the reason names the Patient (`the Patient Patient/355`)
+ */
+function checkAgainstEnrolment(
+  resource: fhir4.Patient,
+  name: string,
+  patient: StudyPatient,
+  fail: (code: ErrorCode, reason: string) => DomainError,
+): void {
+  const gender = resource.gender;
+  if ((gender === 'male' || gender === 'female') && (patient.sex === 'male' || patient.sex === 'female') && gender !== patient.sex) {
+    throw fail('fhir_identity_mismatch', `${name} is ${gender}, the patient was enrolled as ${patient.sex}`);
+  }
+  const birthYear = resource.birthDate ? Number(resource.birthDate.slice(0, 4)) : null;
+  if (birthYear !== null && birthYear !== patient.birthYear) {
+    throw fail('fhir_identity_mismatch', `${name} was born in ${birthYear}, the patient was enrolled with birth year ${patient.birthYear}`);
+  }
+  const linked = patient.linkedIdentity ?? [];
+  if (linked.length > 0 && !identifiersOf(resource).some((id) => linked.some((l) => identifierMatches(l, id)))) {
+    throw fail('fhir_identity_mismatch', `${name} carries none of the identifiers linked to the patient (${linked.map(describeIdentifier).join(', ')})`);
+  }
+}
+
 function samePatient(a: FhirEntry, b: FhirEntry): boolean {
-  if (a.resource.id && a.resource.id === b.resource.id) return true;
   if (a.fullUrl && a.fullUrl === b.fullUrl) return true;
+  // Ids are a server's own: hospital A's Patient/1 and hospital B's Patient/1 are two people.
+  if (a.resource.id && a.resource.id === b.resource.id && !onDifferentServers(a, b)) return true;
   const ids = identifiersOf(b.resource as fhir4.Patient);
   return identifiersOf(a.resource as fhir4.Patient).some((x) => ids.some((y) => x.system === y.system && x.value === y.value));
+}
+
+/** Whether both entries have absolute fullUrls that are different addresses, as on two servers. */
+function onDifferentServers(a: FhirEntry, b: FhirEntry): boolean {
+  return !!a.fullUrl && !!b.fullUrl && isAbsoluteUrl(a.fullUrl) && isAbsoluteUrl(b.fullUrl) && !namesEntry(a.fullUrl, b);
 }
 
 function identifiersOf(patient: fhir4.Patient): LinkedIdentifier[] {
