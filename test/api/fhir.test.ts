@@ -419,11 +419,15 @@ describe('importFhirRecord', function () {
     let female: string;
     let noConsent: string;
     let atSite2: string;
+    let linked: string;
     before(async () => {
       buster = await enrol('male', 1988, '2016-12-28');
       female = await enrol('female', 1988, '2016-12-28');
       noConsent = await enrol('male', 1988, '2016-12-28', { consent: false });
       atSite2 = await enrol('male', 1988, '2016-12-28', { site: '02' });
+      linked = await enrol('female', 1970, '2026-03-09');
+      // As the first confirmed import links them (importDecision.ts, linkPatientIdentity).
+      await app.db.knex('patients').where({ subject: linked }).update({ fhir_identity: JSON.stringify([{ system: 'urn:oid:1.2.3.4', value: 'A-1' }]) });
     });
 
     const merged = () => {
@@ -470,6 +474,26 @@ describe('importFhirRecord', function () {
         status: 422, code: 'fhir_other_patient', detail: /refers to http:\/\/hospital-b\.example\/fhir\/Patient\//,
       },
       { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
+      {
+        name: 'an Observation naming a contained Patient (sharing the Patient\'s identifiers) whose sex contradicts the enrolment',
+        subject: () => buster,
+        body: () => busterWith((bundle) => {
+          const patient = structuredClone(present(entryOf(bundle, 'Patient').resource, 'the Patient'));
+          Object.assign(present(entryOf(bundle, 'Observation').resource, 'an Observation'), {
+            subject: { reference: '#p' }, contained: [{ ...patient, id: 'p', gender: 'female' }],
+          });
+        }),
+        status: 422, code: 'fhir_identity_mismatch', detail: /the Patient #p contained in Observation\/.* is female/,
+      },
+      {
+        name: 'a lone Observation naming a contained Patient without the identifiers linked to the patient',
+        subject: () => linked,
+        body: () => JSON.stringify({
+          ...hl7('observation-example-heart-rate.json'), subject: { reference: '#p' },
+          contained: [{ resourceType: 'Patient', id: 'p', gender: 'female', birthDate: '1970-02-02', identifier: [{ system: 'urn:oid:1.2.3.4', value: 'SOMEONE-ELSE' }] }],
+        }),
+        status: 422, code: 'fhir_identity_mismatch', detail: /carries none of the identifiers linked/,
+      },
       {
         name: 'a second Patient with the Patient\'s id and other identifiers on another server',
         subject: () => buster,

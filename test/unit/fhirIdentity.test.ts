@@ -227,6 +227,40 @@ describe('checkPatientIdentity', function () {
     });
   });
 
+  describe('a Patient contained in a resource and named by its subject', () => {
+    const heartRate = (contained: fhir4.Patient): fhir4.Observation => ({
+      ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), subject: { reference: '#p' }, contained: [contained],
+    });
+    const person = (gender: 'female' | 'male', birthDate: string, mrn: string): fhir4.Patient => ({
+      resourceType: 'Patient', id: 'p', gender, birthDate, identifier: [{ system: 'urn:oid:1.2.3.4', value: mrn }],
+    });
+    const enrolled: StudyPatient = { subject: '01-001', sex: 'female', birthYear: 1970 };
+
+    it('is checked against the enrolment, with or without a Patient entry in the file', () => {
+      const contained = heartRate(person('male', '1950-01-01', 'A-1'));
+      expect(refusal(() => checkPatientIdentity(ndjson(contained), enrolled)).reason).to.equal(
+        'the Patient #p contained in Observation/heart-rate is male, the patient was enrolled as female',
+      );
+      const entry = { ...person('female', '1970-05-14', 'A-1'), id: 'a' };
+      expect(refusal(() => checkPatientIdentity(ndjson(entry, contained), enrolled)).code).to.equal('fhir_identity_mismatch');
+    });
+
+    it('must carry one of the linked identifiers', () => {
+      const linked = { ...enrolled, linkedIdentity: [{ system: 'urn:oid:1.2.3.4', value: 'LINKED' }] };
+      expect(refusal(() => checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'X'))), linked)).reason).to.equal(
+        'the Patient #p contained in Observation/heart-rate carries none of the identifiers linked to the patient (urn:oid:1.2.3.4|LINKED)',
+      );
+      expect(() => checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'LINKED'))), linked)).not.to.throw();
+    });
+
+    it('gives its identifiers for linking', () => {
+      expect(checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'X'))), enrolled)).to.deep.equal({
+        patient: null,
+        identifiers: [{ system: 'urn:oid:1.2.3.4', value: 'X' }],
+      });
+    });
+  });
+
   describe('identity against the enrolment (fhir_identity_mismatch)', () => {
     const buster = () => bundle('smart-buster-hoeger-235kb.json');
 

@@ -46,6 +46,12 @@ interface NotAPatient {
   text: string;
 }
 
+/** A Patient resource of the file (an entry, or contained and named by a reference) and how reasons name it. */
+interface FilePatient {
+  resource: fhir4.Patient;
+  name: string;
+}
+
 const MEMBERS = ['subject', 'patient'] as const;
 
 /**
@@ -55,15 +61,17 @@ const MEMBERS = ['subject', 'patient'] as const;
  *   but not two with the same id whose fullUrls are absolute addresses on different servers.
  * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
  *   fullUrl, by `Patient/<id>` (relative, or absolute on the server of the Patient's absolute fullUrl:
- *   `namesEntry`), by one of its identifiers, or to a contained
- *   Patient sharing one of its identifiers.
+ *   `namesEntry`), by one of its identifiers, or to a contained Patient sharing one of its identifiers.
  * - A resource the mapping takes values from (`MAPPED_TYPES`: Observation, Condition, medications)
  *   whose subject is a Group, Location, Device or anything else than a Patient is about someone or
  *   something else than the patient: `fhir_other_patient`. On other resources (an Encounter, a
  *   Device's owner) such references are ignored, as nothing of them reaches the eCRF.
+ * - A Patient contained in a resource and named by its `subject` / `patient` (`#p`) is a Patient of
+ *   the file: it is checked against the enrolment like one, and its identifiers are linked.
  * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
  *   patient. Such a file cannot be checked against gender, birth year or linked identifiers except
- *   through identifier-only references; it is accepted and links only those identifiers.
+ *   through contained Patients and identifier-only references; it is accepted and links only their
+ *   identifiers.
  * - Every Patient of the file, not only the first, is checked against the enrolment: its gender and
  *   birth year must not contradict it (only male against female contradicts: `other` and `unknown` on
  *   either side say nothing), and when identifiers are linked from earlier imports it must carry one of
@@ -89,6 +97,7 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
   const mainIdentifiers = patients.flatMap((p) => identifiersOf(p.resource as fhir4.Patient));
 
   const others = new Map<string, string>();
+  const contained: FilePatient[] = [];
   for (const entry of entries) {
     for (const member of MEMBERS) {
       const pointer = patientPointer(entry, member, index);
@@ -98,6 +107,9 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
           throw fail('fhir_other_patient', `${entryReference(entry)} ${member} refers to ${pointer.text}, which is not a Patient`);
         }
         continue;
+      }
+      if (pointer.kind === 'contained') {
+        contained.push({ resource: pointer.patient, name: `the Patient ${pointer.text} contained in ${entryReference(entry)}` });
       }
       if (main) {
         if (!pointsAtMain(pointer, patients, mainIdentifiers)) {
@@ -117,21 +129,21 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     }
   }
 
-  if (!main) {
-    const identifiers = entries.flatMap((entry) =>
-      MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
-    );
-    const linked = patient.linkedIdentity ?? [];
-    const [firstIdentifier] = identifiers;
-    if (firstIdentifier && linked.length > 0 && !identifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
-      throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(firstIdentifier)} is not one linked to the patient`);
-    }
-    return { patient: null, identifiers: dedupe(identifiers) };
-  }
-
+  const filePatients = [...patients.map((p) => ({ resource: p.resource as fhir4.Patient, name: `the Patient ${entryReference(p)}` })), ...contained];
   // Patients counted as one (same id, a shared identifier) may still be another person's record.
-  for (const p of patients) checkAgainstEnrolment(p.resource as fhir4.Patient, `the Patient ${entryReference(p)}`, patient, fail);
-  return { patient: entryReference(main), identifiers: dedupe(mainIdentifiers) };
+  for (const p of filePatients) checkAgainstEnrolment(p.resource, p.name, patient, fail);
+  const identifiers = filePatients.flatMap((p) => identifiersOf(p.resource));
+  if (main) return { patient: entryReference(main), identifiers: dedupe(identifiers) };
+
+  const referenced = entries.flatMap((entry) =>
+    MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
+  );
+  const linked = patient.linkedIdentity ?? [];
+  const [firstReferenced] = referenced;
+  if (firstReferenced && linked.length > 0 && !referenced.some((id) => linked.some((l) => identifierMatches(l, id)))) {
+    throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(firstReferenced)} is not one linked to the patient`);
+  }
+  return { patient: null, identifiers: dedupe([...identifiers, ...referenced]) };
 }
 
 /**
