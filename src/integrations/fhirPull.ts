@@ -60,20 +60,22 @@ function hospitalError(error: unknown, what: string): FhirPullError {
 /**
  * The next page's address, when the server gives one that may be followed. The hospital's server is
  * trusted with the patient's record, not with where this machine sends requests (OWASP API10): a link
- * outside the base address the operator named is refused, as is a page already read, since a server
- * that pages in a circle would never let the pull end.
+ * that is not an absolute http(s) URL under the base address the operator named is refused, as is a page
+ * already read, since a server that pages in a circle would never let the pull end. The URL as checked
+ * is what is fetched: fhir-kit-client requests any string starting with "http" as it stands, so the raw
+ * `http:other-host/…` (which WHATWG URL reads as a path under the base) would reach another host.
  */
 function nextPageUrl(page: Bundle, base: string, read: Set<string>): string | undefined {
   const next = page.link?.find((l) => l.relation === 'next')?.url;
   if (!next) return undefined;
   const root = new URL(`${base}/`);
-  const url = URL.canParse(next, root) ? new URL(next, root) : undefined;
-  if (!url || url.origin !== root.origin || !url.pathname.startsWith(root.pathname)) {
-    throw new FhirPullError('fhir_paging_refused', `The FHIR server's next page is outside ${base}; it is not followed.`, { next: url ? `${url.origin}${url.pathname}` : next });
+  const url = URL.canParse(next) ? new URL(next) : undefined;
+  if (!url || !/^https?:$/.test(url.protocol) || url.origin !== root.origin || !url.pathname.startsWith(root.pathname)) {
+    throw new FhirPullError('fhir_paging_refused', `The FHIR server's next page is not an address under ${base}; it is not followed.`, { next: url ? `${url.origin}${url.pathname}` : next });
   }
   if (read.has(url.href)) throw new FhirPullError('fhir_paging_refused', `The FHIR server's paging leads back to a page already read (${url.pathname}).`);
   read.add(url.href);
-  return next;
+  return url.href;
 }
 
 /** Every resource of a search or operation, page after page. */

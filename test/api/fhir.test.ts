@@ -419,17 +419,34 @@ describe('importFhirRecord', function () {
     let female: string;
     let noConsent: string;
     let atSite2: string;
+    let linked: string;
     before(async () => {
       buster = await enrol('male', 1988, '2016-12-28');
       female = await enrol('female', 1988, '2016-12-28');
       noConsent = await enrol('male', 1988, '2016-12-28', { consent: false });
       atSite2 = await enrol('male', 1988, '2016-12-28', { site: '02' });
+      linked = await enrol('female', 1970, '2026-03-09');
+      // As the first confirmed import links them (importDecision.ts, linkPatientIdentity).
+      await app.db.knex('patients').where({ subject: linked }).update({ fhir_identity: JSON.stringify([{ system: 'urn:oid:1.2.3.4', value: 'A-1' }]) });
     });
 
     const merged = () => {
       const a = syntheaBundle(BUSTER);
       const b = syntheaBundle('smart-edward-gulgowski-284kb.json');
       return JSON.stringify({ ...a, entry: [...entries(a), ...entries(b)] });
+    };
+    /** Buster Hoeger's bundle as hospital A's server would send it (the Patient's fullUrl and every reference to it there), changed. */
+    const busterAtHospitalA = (change: (bundle: Bundle, patientId: string) => void) => {
+      const id = present(entryOf(syntheaBundle(BUSTER), 'Patient').resource?.id, 'the Patient\'s id');
+      const bundle = JSON.parse(synthea(BUSTER).toString('utf8').replaceAll(`urn:uuid:${id}`, `http://hospital-a.example/fhir/Patient/${id}`)) as Bundle;
+      change(bundle, id);
+      return JSON.stringify(bundle);
+    };
+    /** Buster's Patient, changed, as a second Patient of his bundle. */
+    const withSecondPatient = (change: (patient: fhir4.Patient) => void, fullUrl?: string) => (bundle: Bundle) => {
+      const second = structuredClone(present(entryOf(bundle, 'Patient').resource, 'the Patient'));
+      change(second);
+      entries(bundle).push({ ...(fullUrl ? { fullUrl } : {}), resource: second });
     };
     /** The bundle with its last resource made invalid R4 (an instant that is none), a resource the mapping never reads. */
     const lastNotR4 = () => busterWith((bundle) => { present(at(entries(bundle), entries(bundle).length - 1).resource, 'the last resource').meta = { lastUpdated: 'never' }; });
@@ -442,7 +459,55 @@ describe('importFhirRecord', function () {
         body: () => busterWith((bundle) => { present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: 'Patient/someone-else' }; }),
         status: 422, code: 'fhir_other_patient', detail: /refers to Patient\/someone-else/,
       },
+      {
+        name: 'a file with an Observation about a Group (a ward\'s heart rate)',
+        subject: () => buster,
+        body: () => busterWith((bundle) => { present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: 'Group/ward-7' }; }),
+        status: 422, code: 'fhir_other_patient', detail: /subject refers to Group\/ward-7, which is not a Patient/,
+      },
+      {
+        name: 'a file whose Observation refers to its Patient\'s id on another server (the Patient\'s fullUrl is on hospital A)',
+        subject: () => buster,
+        body: () => busterAtHospitalA((bundle, id) => {
+          present(entryOf(bundle, 'Observation').resource, 'an Observation').subject = { reference: `http://hospital-b.example/fhir/Patient/${id}` };
+        }),
+        status: 422, code: 'fhir_other_patient', detail: /refers to http:\/\/hospital-b\.example\/fhir\/Patient\//,
+      },
       { name: 'two patients (two bundles merged)', subject: () => buster, body: merged, status: 422, code: 'fhir_two_patients' },
+      {
+        name: 'an Observation naming a contained Patient (sharing the Patient\'s identifiers) whose sex contradicts the enrolment',
+        subject: () => buster,
+        body: () => busterWith((bundle) => {
+          const patient = structuredClone(present(entryOf(bundle, 'Patient').resource, 'the Patient'));
+          Object.assign(present(entryOf(bundle, 'Observation').resource, 'an Observation'), {
+            subject: { reference: '#p' }, contained: [{ ...patient, id: 'p', gender: 'female' }],
+          });
+        }),
+        status: 422, code: 'fhir_identity_mismatch', detail: /the Patient #p contained in Observation\/.* is female/,
+      },
+      {
+        name: 'a lone Observation naming a contained Patient without the identifiers linked to the patient',
+        subject: () => linked,
+        body: () => JSON.stringify({
+          ...hl7('observation-example-heart-rate.json'), subject: { reference: '#p' },
+          contained: [{ resourceType: 'Patient', id: 'p', gender: 'female', birthDate: '1970-02-02', identifier: [{ system: 'urn:oid:1.2.3.4', value: 'SOMEONE-ELSE' }] }],
+        }),
+        status: 422, code: 'fhir_identity_mismatch', detail: /carries none of the identifiers linked/,
+      },
+      {
+        name: 'a second Patient with the Patient\'s id and other identifiers on another server',
+        subject: () => buster,
+        body: () => busterAtHospitalA((bundle, id) => {
+          withSecondPatient((p) => { p.identifier = [{ system: 'urn:oid:1.2.3.4', value: 'B-1' }]; }, `http://hospital-b.example/fhir/Patient/${id}`)(bundle);
+        }),
+        status: 422, code: 'fhir_two_patients',
+      },
+      {
+        name: 'a second Patient sharing the Patient\'s identifiers whose sex contradicts the enrolment',
+        subject: () => buster,
+        body: () => busterWith(withSecondPatient((p) => { p.id = 'second'; p.gender = 'female'; })),
+        status: 422, code: 'fhir_identity_mismatch', detail: /the Patient Patient\/second is female/,
+      },
       { name: 'JSON that is not a resource', subject: () => buster, body: () => '{"hello": 1}', status: 422, code: 'fhir_not_fhir' },
       { name: 'a JSON array', subject: () => buster, body: () => '[{"resourceType": "Patient"}]', status: 422, code: 'fhir_not_fhir' },
       { name: 'text that is not JSON', subject: () => buster, body: () => '<Bundle xmlns="http://hl7.org/fhir"/>', status: 422, code: 'fhir_not_fhir' },
@@ -453,7 +518,7 @@ describe('importFhirRecord', function () {
         body: () => busterWith((bundle) => { present(entryOf(bundle, 'Patient').resource, 'the Patient').gender = 'mal' as fhir4.Patient['gender']; }),
         status: 422, code: 'fhir_not_fhir',
       },
-      { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /gender is male/ },
+      { name: 'a Patient whose sex contradicts the enrolment', subject: () => female, body: () => synthea(BUSTER), status: 422, code: 'fhir_identity_mismatch', detail: /is male, the patient was enrolled as female/ },
       // The R4 check runs beside the mapping and the writes (r4FaultInSlices): its refusal must still come first, and undo them.
       { name: 'a file not valid R4 whose Patient also contradicts the enrolment, as not R4', subject: () => female, body: lastNotR4, status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },
       { name: 'in save mode, into an empty patient, a file whose last resource is not valid R4', subject: () => buster, body: lastNotR4, mode: 'save', status: 422, code: 'fhir_not_fhir', detail: /lastUpdated "never"/ },

@@ -68,6 +68,30 @@ describe('checkPatientIdentity', function () {
     expect(identity).to.deep.equal({ patient: 'Patient/example', identifiers: [{ system: 'urn:oid:1.2.36.146.595.217.0.1', value: '12345' }] });
   });
 
+  describe('absolute references and a Patient with an absolute fullUrl', () => {
+    const hospitalA = 'http://hospital-a.example/fhir';
+    const heartRate = (subject: string) => ({ ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), subject: { reference: subject } });
+    const file = (subject: string): FhirEntry[] => [
+      { fullUrl: `${hospitalA}/Patient/example`, resource: hl7('patient-example.json'), index: 0 },
+      { fullUrl: `${hospitalA}/Observation/heart-rate`, resource: heartRate(subject), index: 1 },
+    ];
+    const enrolled: StudyPatient = { subject: 's', sex: 'male', birthYear: 1974 };
+
+    it('accepts the Patient named by its own server\'s address, with or without a version, or relatively', () => {
+      for (const subject of [`${hospitalA}/Patient/example`, `${hospitalA}/Patient/example/_history/2`, 'Patient/example']) {
+        expect(checkPatientIdentity(file(subject), enrolled).patient, subject).to.equal('Patient/example');
+      }
+    });
+
+    it('refuses Patient/<id> on another server as another patient (fhir_other_patient)', () => {
+      const { code, reason } = refusal(() => checkPatientIdentity(file('http://hospital-b.example/fhir/Patient/example'), enrolled));
+      expect([code, reason]).to.deep.equal([
+        'fhir_other_patient',
+        "Observation/heart-rate subject refers to http://hospital-b.example/fhir/Patient/example, not to the file's Patient Patient/example",
+      ]);
+    });
+  });
+
   it('refuses a resource of another patient (fhir_other_patient), naming it', () => {
     const entries = [...bundle('smart-buster-hoeger-235kb.json'), { resource: hl7('observation-example.json'), index: 66 }];
     const { code, reason, subject } = refusal(() => checkPatientIdentity(entries, { subject: '01-003', sex: 'male', birthYear: 1988 }));
@@ -109,16 +133,43 @@ describe('checkPatientIdentity', function () {
     expect(reason).to.equal('the file refers to two patients: Patient/f001 and Patient/f201');
   });
 
-  it('ignores references to what is not a patient (Group, Device, a Location in the file)', () => {
-    const group = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'g', subject: { reference: 'Group/103' } };
-    const location = { resourceType: 'Location', id: 'ward' } as fhir4.Location;
-    const onLocation = { ...(hl7('observation-example-bmi.json') as fhir4.Observation), id: 'l', subject: { reference: 'Location/ward' } };
-    const result = checkPatientIdentity(ndjson(hl7('patient-example.json'), hl7('observation-example.json'), group, location, onLocation), {
-      subject: 's',
-      sex: 'male',
-      birthYear: 1974,
+  describe('a subject that is not a Patient (a Group, a Location, a Device)', () => {
+    const bmi = (id: string, subject: fhir4.Reference, extra: Partial<fhir4.Observation> = {}): fhir4.Observation =>
+      ({ ...(hl7('observation-example-bmi.json') as fhir4.Observation), id, subject, ...extra });
+    const condition = (subject: fhir4.Reference): fhir4.Condition => ({ resourceType: 'Condition', id: 'c', code: { text: 'asthma' }, subject });
+    const statement = (subject: fhir4.Reference, extra: Partial<fhir4.MedicationStatement> = {}): fhir4.MedicationStatement =>
+      ({ resourceType: 'MedicationStatement', id: 'm', status: 'active', medicationCodeableConcept: { text: 'salbutamol' }, subject, ...extra });
+    const ward = { resourceType: 'Location', id: 'ward' } as fhir4.Location;
+    const cases: [string, fhir4.Resource[], string][] = [
+      ['an Observation about a Group', [bmi('g', { reference: 'Group/103' })], 'Observation/g subject refers to Group/103, which is not a Patient'],
+      ['an Observation about a Location of the file', [ward, bmi('l', { reference: 'Location/ward' })], 'Observation/l subject refers to Location/ward, which is not a Patient'],
+      ['a Condition about a Device on a server', [condition({ reference: 'https://ehr.example.org/fhir/Device/pump-1' })], 'Condition/c subject refers to https://ehr.example.org/fhir/Device/pump-1, which is not a Patient'],
+      [
+        'a MedicationStatement about a contained Group',
+        [statement({ reference: '#g' }, { contained: [{ resourceType: 'Group', id: 'g', type: 'person', actual: true } as fhir4.Group] })],
+        'MedicationStatement/m subject refers to #g, which is not a Patient',
+      ],
+      ['an Observation about a Group named by identifier', [bmi('i', { type: 'Group', identifier: { system: 'urn:ward', value: '7' } })], 'Observation/i subject refers to Group urn:ward|7, which is not a Patient'],
+    ];
+    for (const [name, resources, reason] of cases) {
+      it(`refuses ${name} (fhir_other_patient), with or without a Patient in the file`, () => {
+        for (const file of [ndjson(hl7('patient-example.json'), ...resources), ndjson(...resources)]) {
+          expect(refusal(() => checkPatientIdentity(file, { subject: 's', sex: 'male', birthYear: 1974 }))).to.deep.equal({ code: 'fhir_other_patient', reason, subject: 's' });
+        }
+      });
+    }
+
+    it('ignores such references on resources the mapping never reads (an Encounter, a DiagnosticReport, a Device)', () => {
+      const encounter = { resourceType: 'Encounter', id: 'e', status: 'finished', class: { code: 'AMB' }, subject: { reference: 'Group/103' } } as fhir4.Encounter;
+      const report = { resourceType: 'DiagnosticReport', id: 'r', status: 'final', code: { text: 'ward round' }, subject: { reference: 'Location/ward' } } as fhir4.DiagnosticReport;
+      const device = { resourceType: 'Device', id: 'd', patient: { reference: 'Group/103' } } as fhir4.Device;
+      const result = checkPatientIdentity(ndjson(hl7('patient-example.json'), hl7('observation-example.json'), ward, encounter, report, device), {
+        subject: 's',
+        sex: 'male',
+        birthYear: 1974,
+      });
+      expect(result.patient).to.equal('Patient/example');
     });
-    expect(result.patient).to.equal('Patient/example');
   });
 
   it('matches identifier-only references against the Patient', () => {
@@ -133,12 +184,89 @@ describe('checkPatientIdentity', function () {
     );
   });
 
+  describe('a file with several Patients', () => {
+    const person = (id: string, gender: 'female' | 'male', birthDate: string, mrn: string): fhir4.Patient => ({
+      resourceType: 'Patient', id, gender, birthDate, identifier: [{ system: 'urn:oid:1.2.3.4', value: mrn }],
+    });
+    const enrolled: StudyPatient = { subject: '01-001', sex: 'female', birthYear: 1970 };
+    const atHospital = (server: string, resource: fhir4.Patient): FhirEntry => ({ fullUrl: `http://${server}.example/fhir/Patient/${resource.id}`, resource, index: 0 });
+
+    it('refuses two Patients with the same id on two servers (fhir_two_patients), in either order', () => {
+      const a = atHospital('hospital-a', person('1', 'female', '1970-05-14', 'A-1'));
+      const b = atHospital('hospital-b', person('1', 'male', '1950-01-01', 'B-1'));
+      for (const [one, two] of [[a, b], [b, a]] as const) {
+        const { code, reason } = refusal(() => checkPatientIdentity([one, { ...two, index: 1 }], enrolled));
+        expect([code, reason]).to.deep.equal(['fhir_two_patients', 'the file has two Patients: Patient/1 and Patient/1']);
+      }
+    });
+
+    it('counts the same id on one server as one Patient, a version apart', () => {
+      const a = atHospital('hospital-a', person('1', 'female', '1970-05-14', 'A-1'));
+      const again = { ...a, fullUrl: `${a.fullUrl}/_history/2`, resource: person('1', 'female', '1970-05-14', 'A-2'), index: 1 };
+      expect(checkPatientIdentity([a, again], enrolled).identifiers.map((i) => i.value)).to.deep.equal(['A-1', 'A-2']);
+    });
+
+    it('checks every Patient against the enrolment, not only the first (shared identifier, or same id)', () => {
+      const files: [string, fhir4.Patient[]][] = [
+        ['a shared identifier', [person('1', 'female', '1970-05-14', 'A-1'), person('2', 'male', '1970-05-14', 'A-1')]],
+        ['the same id', [person('1', 'female', '1970-05-14', 'A-1'), person('1', 'female', '1950-05-14', 'A-2')]],
+      ];
+      for (const [why, resources] of files) {
+        expect(refusal(() => checkPatientIdentity(ndjson(...resources), enrolled)).code, why).to.equal('fhir_identity_mismatch');
+      }
+      const { reason } = refusal(() => checkPatientIdentity(ndjson(...(files[0]?.[1] ?? [])), enrolled));
+      expect(reason).to.equal('the Patient Patient/2 is male, the patient was enrolled as female');
+    });
+
+    it('requires the linked identifier of every Patient', () => {
+      const linkedA1 = { ...enrolled, linkedIdentity: [{ system: 'urn:oid:1.2.3.4', value: 'A-1' }] };
+      const second = { ...person('1', 'female', '1970-05-14', 'A-1'), identifier: [] };
+      expect(refusal(() => checkPatientIdentity(ndjson(person('1', 'female', '1970-05-14', 'A-1'), second), linkedA1)).reason).to.equal(
+        'the Patient Patient/1 carries none of the identifiers linked to the patient (urn:oid:1.2.3.4|A-1)',
+      );
+    });
+  });
+
+  describe('a Patient contained in a resource and named by its subject', () => {
+    const heartRate = (contained: fhir4.Patient): fhir4.Observation => ({
+      ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), subject: { reference: '#p' }, contained: [contained],
+    });
+    const person = (gender: 'female' | 'male', birthDate: string, mrn: string): fhir4.Patient => ({
+      resourceType: 'Patient', id: 'p', gender, birthDate, identifier: [{ system: 'urn:oid:1.2.3.4', value: mrn }],
+    });
+    const enrolled: StudyPatient = { subject: '01-001', sex: 'female', birthYear: 1970 };
+
+    it('is checked against the enrolment, with or without a Patient entry in the file', () => {
+      const contained = heartRate(person('male', '1950-01-01', 'A-1'));
+      expect(refusal(() => checkPatientIdentity(ndjson(contained), enrolled)).reason).to.equal(
+        'the Patient #p contained in Observation/heart-rate is male, the patient was enrolled as female',
+      );
+      const entry = { ...person('female', '1970-05-14', 'A-1'), id: 'a' };
+      expect(refusal(() => checkPatientIdentity(ndjson(entry, contained), enrolled)).code).to.equal('fhir_identity_mismatch');
+    });
+
+    it('must carry one of the linked identifiers', () => {
+      const linked = { ...enrolled, linkedIdentity: [{ system: 'urn:oid:1.2.3.4', value: 'LINKED' }] };
+      expect(refusal(() => checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'X'))), linked)).reason).to.equal(
+        'the Patient #p contained in Observation/heart-rate carries none of the identifiers linked to the patient (urn:oid:1.2.3.4|LINKED)',
+      );
+      expect(() => checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'LINKED'))), linked)).not.to.throw();
+    });
+
+    it('gives its identifiers for linking', () => {
+      expect(checkPatientIdentity(ndjson(heartRate(person('female', '1970-01-01', 'X'))), enrolled)).to.deep.equal({
+        patient: null,
+        identifiers: [{ system: 'urn:oid:1.2.3.4', value: 'X' }],
+      });
+    });
+  });
+
   describe('identity against the enrolment (fhir_identity_mismatch)', () => {
     const buster = () => bundle('smart-buster-hoeger-235kb.json');
 
     it('refuses a Patient whose gender contradicts the enrolled sex', () => {
       const { code, reason, subject } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'female', birthYear: 1988 }));
-      expect([code, subject, reason]).to.deep.equal(['fhir_identity_mismatch', '01-005', 'the Patient\'s gender is male, the patient was enrolled as female']);
+      expect([code, subject, reason]).to.deep.equal(['fhir_identity_mismatch', '01-005', 'the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 is male, the patient was enrolled as female']);
     });
 
     it('does not treat other or unknown as a contradiction', () => {
@@ -148,7 +276,7 @@ describe('checkPatientIdentity', function () {
 
     it('refuses a Patient born in another year', () => {
       const { code, reason } = refusal(() => checkPatientIdentity(buster(), { subject: '01-005', sex: 'male', birthYear: 1989 }));
-      expect([code, reason]).to.deep.equal(['fhir_identity_mismatch', 'the Patient was born in 1988, the patient was enrolled with birth year 1989']);
+      expect([code, reason]).to.deep.equal(['fhir_identity_mismatch', 'the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 was born in 1988, the patient was enrolled with birth year 1989']);
     });
 
     it('requires one of the linked identifiers when there are some', () => {
@@ -160,7 +288,7 @@ describe('checkPatientIdentity', function () {
       // Emery Purdy's identifier: the file is Buster Hoeger's.
       const { code, reason } = refusal(() => checkPatientIdentity(buster(), linked([{ system: SYNTHEA_IDENTIFIER, value: '298c62e6-b204-4a14-8e21-73d5be0ce22e' }])));
       expect(code).to.equal('fhir_identity_mismatch');
-      expect(reason).to.equal(`the Patient carries none of the identifiers linked to the patient (${SYNTHEA_IDENTIFIER}|298c62e6-b204-4a14-8e21-73d5be0ce22e)`);
+      expect(reason).to.equal(`the Patient Patient/e4531916-b162-4f4b-90c2-ce37e132b8d4 carries none of the identifiers linked to the patient (${SYNTHEA_IDENTIFIER}|298c62e6-b204-4a14-8e21-73d5be0ce22e)`);
       // Same value in another system is another identifier.
       expect(refusal(() => checkPatientIdentity(buster(), linked([{ system: 'urn:other', value: 'ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423' }]))).code).to.equal(
         'fhir_identity_mismatch',

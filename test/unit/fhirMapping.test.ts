@@ -286,6 +286,20 @@ describe('mapToEcrf', function () {
       expect(ofResource(result, 'MedicationStatement/error2')).to.deep.equal([]);
       expect(result.items.filter((i) => i.field === 'medications.stop').every((i) => i.state === 'new' && i.visit === 'screening')).to.equal(true);
     });
+
+    it('reads the Medication an absolute medicationReference names only from the same server', () => {
+      const amlodipine: fhir4.Medication = { resourceType: 'Medication', id: 'm1', code: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '197361', display: 'Amlodipine 5 MG' }] } };
+      const ordering = (id: string, reference: string): FhirEntry => ({
+        resource: { ...request(id, 'active'), medicationCodeableConcept: undefined, medicationReference: { reference, display: 'as the order names it' } } as fhir4.MedicationRequest,
+        index: 1,
+      });
+      const codeOf = (order: FhirEntry) => {
+        const result = mapToEcrf([{ fullUrl: 'http://hospital-a.example/fhir/Medication/m1', resource: amlodipine, index: 0 }, order], demo, { enrolledOn: '2018-04-01', saved: nothingSaved });
+        return ofResource(result, `MedicationRequest/${order.resource.id}`)[0]?.code;
+      };
+      expect(codeOf(ordering('same', 'http://hospital-a.example/fhir/Medication/m1/_history/3'))?.code).to.equal('197361');
+      expect(codeOf(ordering('other', 'http://hospital-b.example/fhir/Medication/m1'))).to.deep.include({ code: '', display: 'as the order names it' });
+    });
   });
 
   describe('pick rules (Stewart Stanton enrolled 1967-02-11: creatinine on 1967-01-23, day −19, and 01-28, day −14, both in screening)', () => {

@@ -363,6 +363,19 @@ export interface paths {
          *       Bundle versus NDJSON do not count. Once the import is decided, or saved, the same file makes a
          *       new import. In a blinded study an import holds only the forms its key sees, so the same file
          *       from a key that sees other forms (blinded against unblinded) makes an import of its own.
+         *     * Who the file is about. Every Patient of the file is checked against the enrolment, not only
+         *       the first, and so is a Patient contained in a resource and named by its `subject` or `patient`
+         *       (`#p`): sex and birth year, and, once identifiers are linked, one of them. The identifiers of
+         *       all of them are those linked on confirmation. Patients with the same id or a shared identifier
+         *       count as one, except two with the same id whose `fullUrl`s are absolute addresses on different
+         *       servers: `fhir_two_patients`. An absolute reference names the file's Patient only when it is
+         *       the Patient's `fullUrl`, or `Patient/<id>` on the same server (a `/_history/<version>` left
+         *       out); when the Patient's own `fullUrl` is on another server, it is another patient
+         *       (`fhir_other_patient`). Relative references, and Patients without an absolute `fullUrl`, match
+         *       by `Patient/<id>`. An Observation, Condition, MedicationRequest or MedicationStatement (what
+         *       the mapping takes values from) whose `subject` or `patient` is a Group, Location, Device or
+         *       anything else than a Patient is refused with `fhir_other_patient`, its reason naming the
+         *       resource and the reference; on other resources such a reference is ignored.
          *
          *     Both modes answer 201 for a new import. Refusals keep nothing. They are 415 for another content type, 413 for a body
          *     over 5 MB, and 422 `unknown_subject`, `fhir_other_patient`, `fhir_two_patients`,

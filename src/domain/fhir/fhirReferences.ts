@@ -2,7 +2,9 @@
 /**
  * Resolving FHIR references (https://hl7.org/fhir/R4/references.html) within one imported file: to a
  * resource contained in the referring one (`#med0316`), to a Bundle entry by its fullUrl
- * (`urn:uuid:…`, as Synthea writes every reference), or by `<type>/<id>`, relative or absolute.
+ * (`urn:uuid:…`, as Synthea writes every reference), or by `<type>/<id>`, relative or absolute. An
+ * absolute reference names an entry whose own fullUrl is absolute only on the same server: the same id
+ * on another server is another resource (another patient's, for a Patient).
  */
 import type { FhirEntry } from './fhirEntry.js';
 
@@ -38,7 +40,8 @@ export type Resolved = { where: 'contained'; resource: fhir4.Resource } | { wher
 
 /**
  * Resolves a literal reference made by `from`: `#id` among `from.contained`, else an entry whose
- * fullUrl is the reference, else an entry with the same `<type>/<id>`.
+ * fullUrl is the reference (ignoring a `/_history/<version>`), else an entry with the same
+ * `<type>/<id>` that the reference names (see `namesEntry`).
  */
 export function resolveReference(index: ResourceIndex, reference: string, from: fhir4.Resource): Resolved {
   if (reference.startsWith('#')) {
@@ -46,9 +49,31 @@ export function resolveReference(index: ResourceIndex, reference: string, from: 
     const contained = (from as fhir4.DomainResource).contained?.find((r) => r.id === id);
     return contained ? { where: 'contained', resource: contained } : null;
   }
-  const byUrl = index.get(reference);
+  const byUrl = index.get(reference) ?? index.get(withoutHistory(reference));
   if (byUrl) return { where: 'file', entry: byUrl };
   const parsed = typedId(reference);
   const byId = parsed ? index.get(`${parsed.type}/${parsed.id}`) : undefined;
-  return byId ? { where: 'file', entry: byId } : null;
+  return byId && namesEntry(reference, byId) ? { where: 'file', entry: byId } : null;
+}
+
+/**
+ * Whether a literal reference names the entry: by the entry's fullUrl, or by its `<type>/<id>`. An
+ * absolute reference (`https://ehr.example/fhir/Patient/1`) names an entry with an absolute fullUrl
+ * only when both are the same address once a `/_history/<version>` is left out; a relative reference,
+ * or an entry without an absolute fullUrl, is matched by `<type>/<id>` alone.
+ */
+export function namesEntry(reference: string, entry: FhirEntry): boolean {
+  if (entry.fullUrl && withoutHistory(entry.fullUrl) === withoutHistory(reference)) return true;
+  const parsed = typedId(reference);
+  if (!parsed || parsed.type !== entry.resource.resourceType || parsed.id !== entry.resource.id) return false;
+  return !isAbsoluteUrl(reference) || !entry.fullUrl || !isAbsoluteUrl(entry.fullUrl);
+}
+
+/** Whether the reference or fullUrl is an http(s) address, as a server's resources have. */
+export function isAbsoluteUrl(reference: string): boolean {
+  return /^https?:\/\//i.test(reference);
+}
+
+function withoutHistory(reference: string): string {
+  return reference.replace(/\/_history\/[^/]*$/, '');
 }

@@ -87,6 +87,12 @@ export interface MappingResult {
   counts: FhirImportCounts;
 }
 
+/**
+ * The resource types the mapping takes values from. The identity check refuses one of them whose subject
+ * is not a Patient (`checkPatientIdentity`), since its values would land in the patient's eCRF.
+ */
+export const MAPPED_TYPES: ReadonlySet<string> = new Set(['Observation', ...HISTORY_TYPES]);
+
 /** The visit instance of every automatically placed value: only non-repeating visits receive values. */
 const INSTANCE = 1;
 /** A table has at most 200 rows (spec, `tables` of a record), which bounds the look-up of saved rows. */

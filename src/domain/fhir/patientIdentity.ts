@@ -6,7 +6,8 @@
  */
 import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
-import { indexEntries, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries, isAbsoluteUrl, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { MAPPED_TYPES } from './mapToEcrf.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
 interface LinkedIdentifier {
@@ -39,23 +40,42 @@ type PatientPointer =
   | { kind: 'identifier'; identifier: LinkedIdentifier; text: string }
   | { kind: 'contained'; patient: fhir4.Patient; text: string };
 
+/** A `subject` / `patient` reference known to point at something else than a patient (a Group, a Device…). */
+interface NotAPatient {
+  kind: 'not-patient';
+  text: string;
+}
+
+/** A Patient resource of the file (an entry, or contained and named by a reference) and how reasons name it. */
+interface FilePatient {
+  resource: fhir4.Patient;
+  name: string;
+}
+
 const MEMBERS = ['subject', 'patient'] as const;
 
 /**
  * Checks the file's Patient and every `subject` / `patient` reference against the study patient.
  *
- * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one.
+ * - At most one Patient: Patient resources with the same id, or sharing an identifier, count as one,
+ *   but not two with the same id whose fullUrls are absolute addresses on different servers.
  * - Every `subject`/`patient` reference that points at a patient must point at that Patient: by its
- *   fullUrl, by `Patient/<id>` (relative or absolute), by one of its identifiers, or to a contained
- *   Patient sharing one of its identifiers. References to a Group, Device or any non-Patient resource
- *   of the file are not about a patient and are ignored.
+ *   fullUrl, by `Patient/<id>` (relative, or absolute on the server of the Patient's absolute fullUrl:
+ *   `namesEntry`), by one of its identifiers, or to a contained Patient sharing one of its identifiers.
+ * - A resource the mapping takes values from (`MAPPED_TYPES`: Observation, Condition, medications)
+ *   whose subject is a Group, Location, Device or anything else than a Patient is about someone or
+ *   something else than the patient: `fhir_other_patient`. On other resources (an Encounter, a
+ *   Device's owner) such references are ignored, as nothing of them reaches the eCRF.
+ * - A Patient contained in a resource and named by its `subject` / `patient` (`#p`) is a Patient of
+ *   the file: it is checked against the enrolment like one, and its identifiers are linked.
  * - Without a Patient resource (an NDJSON of Observations), all patient references must name the same
  *   patient. Such a file cannot be checked against gender, birth year or linked identifiers except
- *   through identifier-only references; it is accepted and links only those identifiers.
- * - The Patient's gender and birth year must not contradict the enrolment. Only male against female
- *   contradicts: `other` and `unknown` on either side say nothing.
- * - When identifiers are linked from earlier imports, the Patient must carry one of them (same value,
- *   and the same system when the linked identifier has one).
+ *   through contained Patients and identifier-only references; it is accepted and links only their
+ *   identifiers.
+ * - Every Patient of the file, not only the first, is checked against the enrolment: its gender and
+ *   birth year must not contradict it (only male against female contradicts: `other` and `unknown` on
+ *   either side say nothing), and when identifiers are linked from earlier imports it must carry one of
+ *   them (same value, and the same system when the linked identifier has one).
  *
  * @returns the Patient's reference and the identifiers to link
  * @throws DomainError `fhir_two_patients`, `fhir_other_patient` or `fhir_identity_mismatch`, each with
@@ -74,20 +94,25 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     }
   }
   const main = patients[0];
-  const mainKeys = new Set<string>();
-  for (const p of patients) {
-    if (p.fullUrl) mainKeys.add(p.fullUrl);
-    if (p.resource.id) mainKeys.add(`Patient/${p.resource.id}`);
-  }
   const mainIdentifiers = patients.flatMap((p) => identifiersOf(p.resource as fhir4.Patient));
 
   const others = new Map<string, string>();
+  const contained: FilePatient[] = [];
   for (const entry of entries) {
     for (const member of MEMBERS) {
       const pointer = patientPointer(entry, member, index);
       if (!pointer) continue;
+      if (pointer.kind === 'not-patient') {
+        if (MAPPED_TYPES.has(entry.resource.resourceType)) {
+          throw fail('fhir_other_patient', `${entryReference(entry)} ${member} refers to ${pointer.text}, which is not a Patient`);
+        }
+        continue;
+      }
+      if (pointer.kind === 'contained') {
+        contained.push({ resource: pointer.patient, name: `the Patient ${pointer.text} contained in ${entryReference(entry)}` });
+      }
       if (main) {
-        if (!pointsAtMain(pointer, patients, mainKeys, mainIdentifiers)) {
+        if (!pointsAtMain(pointer, patients, mainIdentifiers)) {
           throw fail(
             'fhir_other_patient',
             `${entryReference(entry)} ${member} refers to ${describePointer(pointer)}, not to the file's Patient ${entryReference(main)}`,
@@ -104,42 +129,60 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
     }
   }
 
-  if (!main) {
-    const identifiers = entries.flatMap((entry) =>
-      MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
-    );
-    const linked = patient.linkedIdentity ?? [];
-    const [firstIdentifier] = identifiers;
-    if (firstIdentifier && linked.length > 0 && !identifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
-      throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(firstIdentifier)} is not one linked to the patient`);
-    }
-    return { patient: null, identifiers: dedupe(identifiers) };
-  }
+  const filePatients = [...patients.map((p) => ({ resource: p.resource as fhir4.Patient, name: `the Patient ${entryReference(p)}` })), ...contained];
+  // Patients counted as one (same id, a shared identifier) may still be another person's record.
+  for (const p of filePatients) checkAgainstEnrolment(p.resource, p.name, patient, fail);
+  const identifiers = filePatients.flatMap((p) => identifiersOf(p.resource));
+  if (main) return { patient: entryReference(main), identifiers: dedupe(identifiers) };
 
-  const resource = main.resource as fhir4.Patient;
+  const referenced = entries.flatMap((entry) =>
+    MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
+  );
+  const linked = patient.linkedIdentity ?? [];
+  const [firstReferenced] = referenced;
+  if (firstReferenced && linked.length > 0 && !referenced.some((id) => linked.some((l) => identifierMatches(l, id)))) {
+    throw fail('fhir_identity_mismatch', `the file's patient identifier ${describeIdentifier(firstReferenced)} is not one linked to the patient`);
+  }
+  return { patient: null, identifiers: dedupe([...identifiers, ...referenced]) };
+}
+
+/**
+ * Refuses a Patient of the file whose gender or birth year contradicts the enrolment, or that carries
+ * none of the identifiers linked to the patient when there are some.
+ *
+ * @param name - how the reason names the Patient (`the Patient Patient/355`)
+ */
+function checkAgainstEnrolment(
+  resource: fhir4.Patient,
+  name: string,
+  patient: StudyPatient,
+  fail: (code: ErrorCode, reason: string) => DomainError,
+): void {
   const gender = resource.gender;
   if ((gender === 'male' || gender === 'female') && (patient.sex === 'male' || patient.sex === 'female') && gender !== patient.sex) {
-    throw fail('fhir_identity_mismatch', `the Patient's gender is ${gender}, the patient was enrolled as ${patient.sex}`);
+    throw fail('fhir_identity_mismatch', `${name} is ${gender}, the patient was enrolled as ${patient.sex}`);
   }
   const birthYear = resource.birthDate ? Number(resource.birthDate.slice(0, 4)) : null;
   if (birthYear !== null && birthYear !== patient.birthYear) {
-    throw fail('fhir_identity_mismatch', `the Patient was born in ${birthYear}, the patient was enrolled with birth year ${patient.birthYear}`);
+    throw fail('fhir_identity_mismatch', `${name} was born in ${birthYear}, the patient was enrolled with birth year ${patient.birthYear}`);
   }
   const linked = patient.linkedIdentity ?? [];
-  if (linked.length > 0 && !mainIdentifiers.some((id) => linked.some((l) => identifierMatches(l, id)))) {
-    throw fail(
-      'fhir_identity_mismatch',
-      `the Patient carries none of the identifiers linked to the patient (${linked.map(describeIdentifier).join(', ')})`,
-    );
+  if (linked.length > 0 && !identifiersOf(resource).some((id) => linked.some((l) => identifierMatches(l, id)))) {
+    throw fail('fhir_identity_mismatch', `${name} carries none of the identifiers linked to the patient (${linked.map(describeIdentifier).join(', ')})`);
   }
-  return { patient: entryReference(main), identifiers: dedupe(mainIdentifiers) };
 }
 
 function samePatient(a: FhirEntry, b: FhirEntry): boolean {
-  if (a.resource.id && a.resource.id === b.resource.id) return true;
   if (a.fullUrl && a.fullUrl === b.fullUrl) return true;
+  // Ids are a server's own: hospital A's Patient/1 and hospital B's Patient/1 are two people.
+  if (a.resource.id && a.resource.id === b.resource.id && !onDifferentServers(a, b)) return true;
   const ids = identifiersOf(b.resource as fhir4.Patient);
   return identifiersOf(a.resource as fhir4.Patient).some((x) => ids.some((y) => x.system === y.system && x.value === y.value));
+}
+
+/** Whether both entries have absolute fullUrls that are different addresses, as on two servers. */
+function onDifferentServers(a: FhirEntry, b: FhirEntry): boolean {
+  return !!a.fullUrl && !!b.fullUrl && isAbsoluteUrl(a.fullUrl) && isAbsoluteUrl(b.fullUrl) && !namesEntry(a.fullUrl, b);
 }
 
 function identifiersOf(patient: fhir4.Patient): LinkedIdentifier[] {
@@ -153,39 +196,40 @@ function identifierMatches(linked: LinkedIdentifier, found: LinkedIdentifier): b
   return linked.value === found.value && (!linked.system || linked.system === found.system);
 }
 
-function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], index: ResourceIndex): PatientPointer | null {
+/** Where the entry's `subject` or `patient` points, or null when it has none (or an unresolved `#id`). */
+function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], index: ResourceIndex): PatientPointer | NotAPatient | null {
   const ref = (entry.resource as unknown as Record<string, unknown>)[member] as fhir4.Reference | undefined;
   if (!ref || typeof ref !== 'object') return null;
   if (typeof ref.reference === 'string' && ref.reference !== '') {
     const text = ref.reference;
     const resolved = resolveReference(index, text, entry.resource);
     if (resolved?.where === 'file') {
-      return resolved.entry.resource.resourceType === 'Patient' ? { kind: 'patient', entry: resolved.entry } : null;
+      return resolved.entry.resource.resourceType === 'Patient' ? { kind: 'patient', entry: resolved.entry } : { kind: 'not-patient', text };
     }
     if (resolved?.where === 'contained') {
-      return resolved.resource.resourceType === 'Patient' ? { kind: 'contained', patient: resolved.resource as fhir4.Patient, text } : null;
+      return resolved.resource.resourceType === 'Patient' ? { kind: 'contained', patient: resolved.resource as fhir4.Patient, text } : { kind: 'not-patient', text };
     }
     if (text.startsWith('#')) return null;
     const typed = typedId(text);
-    if (typed && typed.type !== 'Patient') return null;
+    if (typed && typed.type !== 'Patient') return { kind: 'not-patient', text };
     // A reference to a Patient not in the file, or an unresolved urn:uuid: (which may name one).
     return { kind: 'literal', key: typed ? `Patient/${typed.id}` : text, text };
   }
   if (ref.identifier?.value) {
-    // Only a reference typed as something else than Patient is known not to be about the patient.
-    if (ref.type && ref.type !== 'Patient') return null;
     const identifier = ref.identifier.system ? { system: ref.identifier.system, value: ref.identifier.value } : { value: ref.identifier.value };
+    // Only a reference typed as something else than Patient is known not to be about the patient.
+    if (ref.type && ref.type !== 'Patient') return { kind: 'not-patient', text: `${ref.type} ${describeIdentifier(identifier)}` };
     return { kind: 'identifier', identifier, text: describeIdentifier(identifier) };
   }
   return null;
 }
 
-function pointsAtMain(pointer: PatientPointer, patients: FhirEntry[], keys: Set<string>, identifiers: LinkedIdentifier[]): boolean {
+function pointsAtMain(pointer: PatientPointer, patients: FhirEntry[], identifiers: LinkedIdentifier[]): boolean {
   switch (pointer.kind) {
     case 'patient':
       return patients.includes(pointer.entry);
     case 'literal':
-      return keys.has(pointer.key) || keys.has(pointer.text);
+      return patients.some((p) => namesEntry(pointer.text, p));
     case 'identifier':
       return identifiers.some((id) => identifierMatches(pointer.identifier, id));
     case 'contained':
