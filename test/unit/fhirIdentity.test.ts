@@ -133,6 +133,14 @@ describe('checkPatientIdentity', function () {
     expect(reason).to.equal('the file refers to two patients: Patient/f001 and Patient/f201');
   });
 
+  it('counts Patient/<id> on two servers as two patients in a file without a Patient, and one server\'s versions as one', () => {
+    const heartRate = (id: string, reference: string) => ({ ...(hl7('observation-example-heart-rate.json') as fhir4.Observation), id, subject: { reference } });
+    const twoServers = [heartRate('a', 'https://a.example/fhir/Patient/1'), heartRate('b', 'https://b.example/fhir/Patient/1')];
+    expect(refusal(() => checkPatientIdentity(twoServers, { subject: 's', sex: 'female', birthYear: 2000 })).code).to.equal('fhir_two_patients');
+    const versions = [heartRate('a', 'https://a.example/fhir/Patient/1/_history/2'), heartRate('b', 'https://a.example/fhir/Patient/1')];
+    expect(checkPatientIdentity(versions, { subject: 's', sex: 'female', birthYear: 2000 }).patient).to.equal(null);
+  });
+
   describe('a subject that is not a Patient (a Group, a Location, a Device)', () => {
     const bmi = (id: string, subject: fhir4.Reference, extra: Partial<fhir4.Observation> = {}): fhir4.Observation =>
       ({ ...(hl7('observation-example-bmi.json') as fhir4.Observation), id, subject, ...extra });

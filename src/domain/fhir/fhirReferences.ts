@@ -74,6 +74,7 @@ export function isAbsoluteUrl(reference: string): boolean {
   return /^https?:\/\//i.test(reference);
 }
 
-function withoutHistory(reference: string): string {
+/** The reference without a trailing `/_history/<version>`: every version of a resource names the resource. */
+export function withoutHistory(reference: string): string {
   return reference.replace(/\/_history\/[^/]*$/, '');
 }

@@ -6,7 +6,7 @@
  */
 import { DomainError, type ErrorCode } from '../errors.js';
 import { entryReference, toEntries, type FhirEntry, type FhirInput } from './fhirEntry.js';
-import { indexEntries, isAbsoluteUrl, namesEntry, resolveReference, typedId, type ResourceIndex } from './fhirReferences.js';
+import { indexEntries, isAbsoluteUrl, namesEntry, resolveReference, typedId, withoutHistory, type ResourceIndex } from './fhirReferences.js';
 import { MAPPED_TYPES } from './mapToEcrf.js';
 
 /** An identifier of the patient in a source system, as kept to recognise the patient in later files. */
@@ -212,8 +212,10 @@ function patientPointer(entry: FhirEntry, member: (typeof MEMBERS)[number], inde
     if (text.startsWith('#')) return null;
     const typed = typedId(text);
     if (typed && typed.type !== 'Patient') return { kind: 'not-patient', text };
-    // A reference to a Patient not in the file, or an unresolved urn:uuid: (which may name one).
-    return { kind: 'literal', key: typed ? `Patient/${typed.id}` : text, text };
+    // A reference to a Patient not in the file, or an unresolved urn:uuid: (which may name one). An absolute one
+    // is that server's Patient: the same id on two servers is two patients.
+    const key = typed && !isAbsoluteUrl(text) ? `Patient/${typed.id}` : withoutHistory(text);
+    return { kind: 'literal', key, text };
   }
   if (ref.identifier?.value) {
     const identifier = ref.identifier.system ? { system: ref.identifier.system, value: ref.identifier.value } : { value: ref.identifier.value };
