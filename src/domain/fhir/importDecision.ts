@@ -52,7 +52,7 @@ import type {
   AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, Study, StudyStore,
   User, WebhookStore,
 } from '../stores.js';
-import { formHidden } from '../studies/designForKey.js';
+import { hiddenFormCodes } from '../studies/designForKey.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { tableOf } from './cellField.js';
@@ -109,7 +109,7 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
 
 /** How many items still wait for a decision on forms hidden from a person who is not unblinded. */
 function waitingOnHiddenForms(study: Study, items: readonly FhirImportItem[]): number {
-  const hidden = new Set(study.design.forms.filter((form) => formHidden(study, form, false)).map((form) => form.code));
+  const hidden = hiddenFormCodes(study, false);
   return items.filter((item) => item.form !== null && hidden.has(item.form) && (item.state === 'new' || item.state === 'conflict' || item.tie === true)).length;
 }
 

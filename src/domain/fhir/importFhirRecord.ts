@@ -7,12 +7,12 @@ import { DomainError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
-import { designForKey } from '../studies/designForKey.js';
+import { designForKey, hiddenFormCodes } from '../studies/designForKey.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { tableOf } from './cellField.js';
 import { importIdOf } from './importId.js';
-import { asSeen, hiddenFormCodes } from './importReads.js';
+import { asSeen } from './importReads.js';
 import { itemAt } from './itemAt.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
@@ -89,7 +89,7 @@ export async function importFhirRecord(
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });
-  const hidden = hiddenFormCodes(study, key);
+  const hidden = hiddenFormCodes(study, key.makerUnblinded);
   const contentHash = importContentKey(input.entries, hidden);
   const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
   if (waiting) {

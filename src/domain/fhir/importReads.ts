@@ -16,7 +16,7 @@ import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
 import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, Study, StudyStore } from '../stores.js';
-import { formHidden } from '../studies/designForKey.js';
+import { hiddenFormCodes } from '../studies/designForKey.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
 import { itemPlacements, type ItemPlacement } from './itemPlacement.js';
@@ -36,11 +36,6 @@ export function itemOutcome(status: FhirImportReadRow['status'], item: FhirImpor
   if (item.state === 'saved' || item.state === 'same') return item.state;
   if (item.state === 'skipped' && !item.tie) return 'skipped';
   return status === 'proposed' ? 'pending' : status === 'rejected' ? 'rejected' : 'not_taken';
-}
-
-/** The study's form codes the key may not see: the unblinded team's, for a blinded maker. */
-export function hiddenFormCodes(study: Study, key: KeyContext): Set<string> {
-  return new Set(study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code));
 }
 
 /**
@@ -63,7 +58,7 @@ export async function getFhirImport(
   stores: Stores, key: KeyContext, study: Study, id: string,
 ): Promise<FhirImportReadRow & { items: FhirImportItem[]; placements: (ItemPlacement | null)[] }> {
   const ref = importRefOf(study.code, id);
-  const hidden = hiddenFormCodes(study, key);
+  const hidden = hiddenFormCodes(study, key.makerUnblinded);
   const ids = await stores.studies.designIds(study);
   const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hidden].map((code) => ids.forms.get(code)!) };
   const found = ref && (await stores.fhirImportReads.find(scope, ref.subject, ref.number));

@@ -1,7 +1,7 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError, type FieldError } from '../errors.js';
 import type { PageRequest, ReadFilters, ReadLogStore, ReadScope, ReadStore, RemovalRow, Study, StudyStore } from '../stores.js';
-import { formHidden } from '../studies/designForKey.js';
+import { hiddenFormCodes } from '../studies/designForKey.js';
 import { decodeToken, encodeToken, filtersDigest } from './pagingToken.js';
 
 export type ReadKind = 'patients' | 'records' | 'queries' | 'audit' | 'fhir_imports';
@@ -26,8 +26,8 @@ type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore };
 /** Site, visit and form filters become ids; one the key may not see is refused like one that does not exist. */
 async function resolveFilters(studies: StudyStore, key: KeyContext, study: Study, request: ReadRequest): Promise<{ scope: ReadScope; filters: ReadFilters; updatedSince: string | null }> {
   const ids = await studies.designIds(study);
-  const hiddenForms = study.design.forms.filter((f) => formHidden(study, f, key.makerUnblinded)).map((f) => f.code);
-  const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: hiddenForms.map((code) => ids.forms.get(code)!) };
+  const hiddenForms = hiddenFormCodes(study, key.makerUnblinded);
+  const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hiddenForms].map((code) => ids.forms.get(code)!) };
   const errors: FieldError[] = [];
   const filters: ReadFilters = { subject: request.filters.subject, status: request.filters.status };
   const { site, visit, form } = request.filters;
@@ -41,7 +41,7 @@ async function resolveFilters(studies: StudyStore, key: KeyContext, study: Study
     if (filters.visitId === undefined) errors.push({ pointer: '/query/visit', code: 'unknown_filter_value', params: { name: 'visit', value: visit } });
   }
   if (form !== undefined) {
-    filters.formId = hiddenForms.includes(form) ? undefined : ids.forms.get(form);
+    filters.formId = hiddenForms.has(form) ? undefined : ids.forms.get(form);
     if (filters.formId === undefined) errors.push({ pointer: '/query/form', code: 'unknown_filter_value', params: { name: 'form', value: form } });
   }
   const since = request.updatedSince === undefined ? undefined : instantOf(request.updatedSince);

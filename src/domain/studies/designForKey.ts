@@ -10,6 +10,11 @@ export function formHidden(study: Pick<Study, 'blinded'>, form: Pick<FormDef, 't
   return study.blinded && form.team === 'unblinded' && !unblinded;
 }
 
+/** The codes of the study's forms hidden from an actor who is (or is not) unblinded (see `formHidden`). */
+export function hiddenFormCodes(study: Pick<Study, 'blinded' | 'design'>, unblinded: boolean): Set<string> {
+  return new Set(study.design.forms.filter((f) => formHidden(study, f, unblinded)).map((f) => f.code));
+}
+
 /**
  * The part of a study's design a key may see: its own sites, and no unblinded-team form (nor the
  * visits' references to it, nor its edit checks) unless the key's maker is unblinded.
