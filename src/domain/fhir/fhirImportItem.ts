@@ -20,6 +20,11 @@ export type ItemState = FhirImportItem['state'];
 /** The coding of the FHIR element that was mapped. */
 export type ItemCoding = FhirImportItem['code'];
 
+/** Whether an item waits for the site team's decision: a new value, a conflict, or a tie (skipped, but waiting for a pick). */
+export function waitsForDecision(item: Pick<FhirImportItem, 'state' | 'tie'>): boolean {
+  return item.state === 'new' || item.state === 'conflict' || item.tie === true;
+}
+
 /** The counts of a list of items, always derived from their states so that the two never disagree. */
 export function countItems(items: readonly Pick<FhirImportItem, 'state'>[]): FhirImportCounts {
   const counts: FhirImportCounts = { values: 0, conflicts: 0, same: 0, skipped: 0, saved: 0 };

@@ -57,7 +57,7 @@ import { requireStudy } from '../studies/requireStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
-import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
 import { itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
 
@@ -110,7 +110,7 @@ async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
 /** How many items still wait for a decision on forms hidden from a person who is not unblinded. */
 function waitingOnHiddenForms(study: Study, items: readonly FhirImportItem[]): number {
   const hidden = hiddenFormCodes(study, false);
-  return items.filter((item) => item.form !== null && hidden.has(item.form) && (item.state === 'new' || item.state === 'conflict' || item.tie === true)).length;
+  return items.filter((item) => item.form !== null && hidden.has(item.form) && waitsForDecision(item)).length;
 }
 
 /** Tells the study's subscribers that the import was decided; they read the outcome with `getFhirImport`. */
@@ -189,7 +189,7 @@ export async function confirmImport(
   const identityLinked = identity.length > 0 && (await stores.fhirImports.linkPatientIdentity(patient.id, identity));
 
   const saved = changes.map((c) => c.position).sort((a, b) => a - b);
-  const leftOut = found.items.flatMap((item, position) => ((item.state === 'new' || item.state === 'conflict' || item.tie) && !choices.has(position) ? [position] : []));
+  const leftOut = found.items.flatMap((item, position) => (waitsForDecision(item) && !choices.has(position) ? [position] : []));
   const ties = Object.fromEntries([...picked].map(([position, candidate]) => [position, candidate.resource]));
   await stores.audit.append([
     auditEntry(actor, study.id, {

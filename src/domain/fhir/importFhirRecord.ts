@@ -14,7 +14,7 @@ import { tableOf } from './cellField.js';
 import { importIdOf } from './importId.js';
 import { asSeen } from './importReads.js';
 import { itemAt } from './itemAt.js';
-import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
 import { mapToEcrf } from './mapToEcrf.js';
@@ -131,8 +131,7 @@ export async function importFhirRecord(
   }
   const counts: FhirImportCounts = countItems(items);
   // A tie is skipped, so save mode saved nothing for it, but it waits for the site team's pick.
-  const awaitingReview = items.some((i) => i.state === 'new' || i.state === 'conflict' || i.tie === true);
-  const status = awaitingReview ? 'proposed' : 'saved';
+  const status = items.some(waitsForDecision) ? 'proposed' : 'saved';
   const number = await stores.fhirImports.nextNumber(patient.id);
   const id = await stores.fhirImports.insert(
     { studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers, contentHash },
