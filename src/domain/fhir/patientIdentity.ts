@@ -98,6 +98,8 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
 
   const others = new Map<string, string>();
   const contained: FilePatient[] = [];
+  /** Identifiers that identifier-only references give: the only ones a file without a Patient carries. */
+  const referenced: LinkedIdentifier[] = [];
   for (const entry of entries) {
     for (const member of MEMBERS) {
       const pointer = patientPointer(entry, member, index);
@@ -111,6 +113,7 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
       if (pointer.kind === 'contained') {
         contained.push({ resource: pointer.patient, name: `the Patient ${pointer.text} contained in ${entryReference(entry)}` });
       }
+      if (pointer.kind === 'identifier') referenced.push(pointer.identifier);
       if (main) {
         if (!pointsAtMain(pointer, patients, mainIdentifiers)) {
           throw fail(
@@ -135,9 +138,6 @@ export function checkPatientIdentity(input: FhirInput, patient: StudyPatient): P
   const identifiers = filePatients.flatMap((p) => identifiersOf(p.resource));
   if (main) return { patient: entryReference(main), identifiers: dedupe(identifiers) };
 
-  const referenced = entries.flatMap((entry) =>
-    MEMBERS.map((m) => patientPointer(entry, m, index)).flatMap((p) => (p?.kind === 'identifier' ? [p.identifier] : [])),
-  );
   const linked = patient.linkedIdentity ?? [];
   const [firstReferenced] = referenced;
   if (firstReferenced && linked.length > 0 && !referenced.some((id) => linked.some((l) => identifierMatches(l, id)))) {
