@@ -12,7 +12,6 @@ import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { tableOf } from './cellField.js';
 import { importIdOf } from './importId.js';
-import { asSeen } from './importReads.js';
 import { itemAt } from './itemAt.js';
 import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
@@ -89,14 +88,11 @@ export async function importFhirRecord(
   const identity = checkPatientIdentity(input.entries, {
     subject: patient.subject, sex: patient.sex as 'female' | 'male' | 'other' | 'unknown', birthYear: patient.birthYear, linkedIdentity: patient.fhirIdentity,
   });
-  const hidden = hiddenFormCodes(study, key.makerUnblinded);
-  const contentHash = importContentKey(input.entries, hidden);
+  const contentHash = importContentKey(input.entries, hiddenFormCodes(study, key.makerUnblinded));
   const waiting = await stores.fhirImports.findProposedByContent(patient.id, input.mode, contentHash);
   if (waiting) {
-    // Only an import mapped for the same hidden forms matches (importContentKey); it is shown as the read calls
-    // show it all the same, so that no answer can hold more than this key may see.
-    const { counts, items } = asSeen(waiting, hidden);
-    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts, items, placements: itemPlacements(items, study.design, patient.enrolledOn), repeated: true };
+    // Only an import mapped for the same hidden forms matches (importContentKey): it holds nothing this key may not see.
+    return { id: waiting.id, number: waiting.number, subject: patient.subject, status: 'proposed', mode: waiting.mode, counts: waiting.counts, items: waiting.items, placements: itemPlacements(waiting.items, study.design, patient.enrolledOn), repeated: true };
   }
   const ids = await stores.studies.designIds(study);
   const sites = await stores.studies.sites(study);

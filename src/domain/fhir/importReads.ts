@@ -17,7 +17,7 @@ import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
 import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, Study, StudyStore } from '../stores.js';
 import { hiddenFormCodes } from '../studies/designForKey.js';
-import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
+import { countItems, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
 import { itemPlacements, type ItemPlacement } from './itemPlacement.js';
 
@@ -38,12 +38,8 @@ export function itemOutcome(status: FhirImportReadRow['status'], item: FhirImpor
   return status === 'proposed' ? 'pending' : status === 'rejected' ? 'rejected' : 'not_taken';
 }
 
-/**
- * The import as the key may see it: without items on hidden forms, counted from what is left. The read
- * and the FHIR call's answer to a file still waiting (importFhirRecord) both show an import this way.
- * Placements go by item position, so they are worked out from the items returned here, not the stored ones.
- */
-export function asSeen<Import extends { items: FhirImportItem[]; counts: FhirImportCounts }>(row: Import, hidden: ReadonlySet<string>): Import {
+/** The import as the key may see it: without items on hidden forms, counted from what is left. */
+function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: ReadonlySet<string>): FhirImportReadRow & { items: FhirImportItem[] } {
   if (hidden.size === 0) return row;
   const items = row.items.filter((item) => item.form === null || !hidden.has(item.form));
   return { ...row, items, counts: countItems(items) };
