@@ -9,6 +9,7 @@ import { DomainError } from '../../src/domain/errors.js';
 import type { FhirEntry } from '../../src/domain/fhir/fhirEntry.js';
 import type { FhirImportItem } from '../../src/domain/fhir/fhirImportItem.js';
 import { mapToEcrf, type MappingContext, type MappingResult } from '../../src/domain/fhir/mapToEcrf.js';
+import { savedValueAt } from '../../src/domain/fhir/itemRecords.js';
 import { parseNdjsonEntries } from '../../src/domain/fhir/parseFhirBody.js';
 import { fhirJsonEntries } from '../helpers/fhirFiles.js';
 import { at } from '../helpers/only.js';
@@ -16,6 +17,7 @@ import { checkPatientIdentity } from '../../src/domain/fhir/patientIdentity.js';
 import { validateR4 } from '../../src/domain/fhir/validateR4.js';
 import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.js';
 import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
+import type { StoredRecord } from '../../src/domain/stores.js';
 import { CASES, type Row } from '../helpers/syntheaCases.js';
 
 const Ajv2020 = Ajv2020Module.default;
@@ -37,9 +39,16 @@ function demoWith(change: (design: StudyDesign) => void): StudyDesign {
 }
 
 const nothingSaved: MappingContext['saved'] = () => null;
-/** A `saved` look-up over `visit|form|field` → value (instance 1). */
-function savedFrom(values: Record<string, string>): MappingContext['saved'] {
-  return (visit, instance, form, field) => (instance === 1 ? values[`${visit}|${form}|${field}`] : undefined);
+/** A `saved` look-up over `visit|form|field` → value (instance 1); `marks` are saved not-done marks, such as `[ND]`. */
+function savedFrom(values: Record<string, string>, marks: Record<string, string> = {}): MappingContext['saved'] {
+  return (visit, instance, form, field) => {
+    if (instance !== 1) return undefined;
+    const place = `${visit}|${form}|${field}`;
+    const value = values[place];
+    if (value !== undefined) return { text: value, notDone: false };
+    const mark = marks[place];
+    return mark === undefined ? undefined : { text: mark, notDone: true };
+  };
 }
 
 /** Every item of the result, and those of one resource. */
@@ -390,6 +399,38 @@ describe('mapToEcrf', function () {
       } as fhir4.Observation;
       const [item] = mapToEcrf([obs], demo, { enrolledOn: '2026-03-09', saved: nothingSaved }).items;
       expect(item).to.include({ visit: 'baseline', field: 'hr', value: '76', effective: '2026-03-08T22:30:00Z' });
+    });
+  });
+
+  describe('a saved not-done mark', () => {
+    // The heart rate made a text field, so that a file can bring the text "[ND]" where the mark ND is saved.
+    const textDesign = demoWith((d) => {
+      const vs = d.forms.find((f) => f.code === 'vs')!;
+      const index = vs.fields.findIndex((f) => f.code === 'hr');
+      vs.fields[index] = { code: 'hr', label: 'Heart rate note', type: 'text', required: false };
+    });
+    const note = {
+      resourceType: 'Observation', id: 'hr', status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
+      effectiveDateTime: '2026-03-09T10:00:00Z', valueString: '[ND]',
+    } as fhir4.Observation;
+    const hrOf = (saved: MappingContext['saved']) => mapToEcrf([note], textDesign, { enrolledOn: '2026-03-09', saved }).items.find((i) => i.field === 'hr');
+
+    it('is never the same as a value of the file, even one written like it', () => {
+      expect(hrOf(savedFrom({}, { 'baseline|vs|hr': '[ND]' }))).to.include({ value: '[ND]', saved_value: '[ND]', state: 'conflict' });
+    });
+
+    it('is not confused with a saved text written like a mark', () => {
+      expect(hrOf(savedFrom({ 'baseline|vs|hr': '[ND]' }))).to.include({ value: '[ND]', saved_value: '[ND]', state: 'same' });
+    });
+
+    it('is told from a text by the look-up over saved records', () => {
+      const record = (values: StoredRecord['values'], notDone: StoredRecord['notDone']): StoredRecord => ({
+        id: 1, patientId: 1, visitId: 1, instance: 1, formId: 1, status: 'complete', values, notDone, tables: { mh: [{ term: '[ND]' }] },
+      });
+      expect(savedValueAt(record({}, { hr: 'ND' }), 'hr', null)).to.deep.equal({ text: '[ND]', notDone: true });
+      expect(savedValueAt(record({ hr: '[ND]' }, {}), 'hr', null)).to.deep.equal({ text: '[ND]', notDone: false });
+      expect(savedValueAt(record({}, {}), 'mh.term', 0)).to.deep.equal({ text: '[ND]', notDone: false });
+      expect(savedValueAt(record({ hr: '' }, {}), 'hr', null)).to.equal(null);
     });
   });
 
@@ -767,7 +808,7 @@ fhir_mapping:
     for (const file of readdirSync(new URL('synthea/', FIXTURES)).sort()) {
       it(`maps synthea/${file} within the spec's schemas`, () => {
         const entries = synthea(file);
-        checkResult(mapToEcrf(entries, demo, { enrolledOn: '2000-01-01', saved: () => '1' }));
+        checkResult(mapToEcrf(entries, demo, { enrolledOn: '2000-01-01', saved: () => ({ text: '1', notDone: false }) }));
       });
     }
 

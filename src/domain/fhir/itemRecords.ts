@@ -7,6 +7,7 @@ import type { RecordInput } from '../records/submitRecords.js';
 import type { StoredRecord } from '../stores.js';
 import { cellOf, tableOf } from './cellField.js';
 import type { FhirImportItem } from './fhirImportItem.js';
+import type { SavedValue } from './mapToEcrf.js';
 
 /** The saved form instance at a visit occurrence, if any. */
 export type CurrentRecord = (visit: string, instance: number, form: string) => StoredRecord | undefined;
@@ -22,25 +23,34 @@ export function currentRecords(records: StoredRecord[], visitIds: Map<string, nu
 }
 
 /**
- * What a record holds in a field (its value, or its not-done mark as `[ND]`), or in the cell of a table
- * field (`field` = `<table>.<column>` with a row); null when empty.
+ * What a record holds in a field (its value, or its not-done mark, written `[ND]`), or in the cell of a
+ * table field (`field` = `<table>.<column>` with a row); null when empty.
  */
-export function savedAt(record: StoredRecord | undefined, field: string, row: number | null): string | null {
+export function savedValueAt(record: StoredRecord | undefined, field: string, row: number | null): SavedValue | null {
   if (!record) return null;
   if (row !== null) {
     const { table, column } = cellOf(field);
-    return emptyToNull(record.tables[table]?.[row]?.[column]);
+    return textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
   }
   const mark = record.notDone[field];
-  return emptyToNull(record.values[field]) ?? (mark ? `[${mark}]` : null);
+  return textOnly(emptyToNull(record.values[field])) ?? (mark ? { text: `[${mark}]`, notDone: true } : null);
+}
+
+/** The text of what a place holds (`savedValueAt`), as an item's `saved_value` shows it. */
+export function savedAt(record: StoredRecord | undefined, field: string, row: number | null): string | null {
+  return savedValueAt(record, field, row)?.text ?? null;
 }
 
 /** The value look-up the mapping asks for, with cells as `<table>[<row>].<column>`. */
 export function savedLookup(current: CurrentRecord) {
-  return (visit: string, instance: number, form: string, field: string): string | null => {
+  return (visit: string, instance: number, form: string, field: string): SavedValue | null => {
     const cell = /^(\w+)\[(\d+)\]\.(\w+)$/.exec(field);
-    return cell ? savedAt(current(visit, instance, form), `${cell[1]}.${cell[3]}`, Number(cell[2])) : savedAt(current(visit, instance, form), field, null);
+    return cell ? savedValueAt(current(visit, instance, form), `${cell[1]}.${cell[3]}`, Number(cell[2])) : savedValueAt(current(visit, instance, form), field, null);
   };
+}
+
+function textOnly(text: string | null): SavedValue | null {
+  return text === null ? null : { text, notDone: false };
 }
 
 function emptyToNull(value: string | undefined): string | null {

@@ -67,10 +67,20 @@ import { observedValues, originalOf, type ObservedValue } from './observationVal
 import { slotContaining, slotRecording, visitSlots, type VisitSlot } from './visitWindows.js';
 
 /**
- * The value saved at a place, or null/undefined/`""` when the place is empty. A table cell is asked for
+ * What a place holds: its text as an item's `saved_value` shows it (`[ND]` for a not-done mark), and
+ * whether that text is a mark. A value from a file is never a mark, so it is never `same` as one, even
+ * where the file's text reads `[ND]`.
+ */
+export interface SavedValue {
+  text: string;
+  notDone: boolean;
+}
+
+/**
+ * The value saved at a place, or null/undefined when the place is empty. A table cell is asked for
  * with `field` = `<table>[<row>].<column>` (0-based row), the notation the records call uses for cells.
  */
-type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => string | null | undefined;
+type SavedValueLookup = (visit: string, instance: number, form: string, field: string) => SavedValue | null | undefined;
 
 /** What the mapping needs to know about the patient besides the file. */
 export interface MappingContext {
@@ -221,7 +231,7 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
       const placed = { ...placeOf(slot, mapping.form, field.code), unit: unitOf(field) };
       const converted = toFieldValue(value.value, field, mapping.molar_mass);
       if (!converted.ok) {
-        record.parts.push({ kind: 'item', item: skippedAt(base, placed, converted.reason, savedAt(slot, mapping.form, field.code)) });
+        record.parts.push({ kind: 'item', item: skippedAt(base, placed, converted.reason, savedAt(slot, mapping.form, field.code)?.text ?? null) });
         continue;
       }
       const candidate: Candidate = {
@@ -296,9 +306,9 @@ export function mapToEcrf(resources: FhirInput, design: StudyDesign, context: Ma
     return record;
   }
 
-  function savedAt(slot: VisitSlot, form: string, field: string): string | null {
-    const value = context.saved(slot.visit.code, INSTANCE, form, field);
-    return value === undefined || value === null || value === '' ? null : value;
+  function savedAt(slot: VisitSlot, form: string, field: string): SavedValue | null {
+    const saved = context.saved(slot.visit.code, INSTANCE, form, field);
+    return saved === undefined || saved === null || saved.text === '' ? null : saved;
   }
 
   for (const place of places.values()) choose(place, savedAt);
@@ -394,21 +404,22 @@ function skippedAt(base: ItemBase, place: Partial<FhirImportItem>, reason: SkipR
 }
 
 /** `same` compares numbers numerically (`81.20` equals `81.2`) and everything else as written. */
-function stateOf(value: string, saved: string | null, numeric: boolean): 'new' | 'same' | 'conflict' {
+function stateOf(value: string, saved: SavedValue | null, numeric: boolean): 'new' | 'same' | 'conflict' {
   if (saved === null) return 'new';
+  if (saved.notDone) return 'conflict';
   if (numeric) {
     const a = Number(value);
-    const b = Number(saved.trim());
-    if (Number.isFinite(a) && Number.isFinite(b) && saved.trim() !== '') return a === b ? 'same' : 'conflict';
+    const b = Number(saved.text.trim());
+    if (Number.isFinite(a) && Number.isFinite(b) && saved.text.trim() !== '') return a === b ? 'same' : 'conflict';
   }
-  return saved === value ? 'same' : 'conflict';
+  return saved.text === value ? 'same' : 'conflict';
 }
 
 /**
  * Picks the place's value by the mapping's rule and sets the chosen item's state against the saved value;
  * or, when the best-ranked values differ, makes the place a tie.
  */
-function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
+function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: string) => SavedValue | null): void {
   const { candidates } = place;
   const [first, ...rest] = candidates;
   if (!first) return; // a place is made for its first candidate, which is pushed at once
@@ -422,7 +433,7 @@ function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: st
     winner.tie = true;
     Object.assign(winner.item, {
       value: null,
-      saved_value: saved,
+      saved_value: saved?.text ?? null,
       state: 'skipped',
       reason: 'not_chosen',
       tie: true,
@@ -437,7 +448,7 @@ function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: st
     const others = candidates.filter((c) => c !== winner).sort((a, b) => a.instant - b.instant || a.order - b.order);
     item.candidates = [winner, ...others].map((c) => ({ resource: c.item.resource, value: c.item.value ?? '', effective: c.item.effective }));
   }
-  item.saved_value = saved;
+  item.saved_value = saved?.text ?? null;
   item.state = stateOf(item.value ?? '', saved, place.field.type === 'integer' || place.field.type === 'decimal');
 }
 
@@ -448,7 +459,7 @@ function choose(place: Place, savedAt: (slot: VisitSlot, form: string, field: st
 function fillMeasurementDates(
   places: Place[],
   forms: Map<string, FormDef>,
-  savedAt: (slot: VisitSlot, form: string, field: string) => string | null,
+  savedAt: (slot: VisitSlot, form: string, field: string) => SavedValue | null,
 ): void {
   const groups = new Map<string, { slot: VisitSlot; form: string; field: string; winners: Candidate[] }>();
   for (const place of places) {
@@ -476,7 +487,7 @@ function fillMeasurementDates(
       item: makeItem({ ...base, original: { value: effective ?? chosen.date, unit: null } }, {
         ...placeOf(slot, form, field),
         value: chosen.date,
-        saved_value: saved,
+        saved_value: saved?.text ?? null,
         state: stateOf(chosen.date, saved, false),
         chosen_by: differ ? 'nearest' : null,
         candidates: differ ? [chosen, ...others].map((c) => ({ resource: c.item.resource, value: c.date, effective: c.item.effective })) : [],
@@ -516,10 +527,10 @@ function compareRanks(a: number[], b: number[]): number {
 }
 
 /** Numbers the group's rows (matching saved rows or appending after them) and makes one item per cell. */
-function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, field: string) => string | null): void {
+function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, field: string) => SavedValue | null): void {
   const { slot, form, table } = group;
   const columns = [...new Set(group.rows.flatMap((r) => Object.keys(r.mapping.columns)))];
-  const cell = (row: number, column: string) => savedAt(slot, form, `${table.code}[${row}].${column}`);
+  const cell = (row: number, column: string) => savedAt(slot, form, `${table.code}[${row}].${column}`)?.text ?? null;
   const savedRows: Record<string, string | null>[] = [];
   for (let row = 0; row < MAX_TABLE_ROWS; row++) {
     const values = Object.fromEntries(columns.map((column) => [column, cell(row, column)]));
@@ -546,7 +557,8 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
         continue;
       }
       const numeric = columnDef.type === 'integer' || columnDef.type === 'decimal';
-      const state = stateOf(converted.value, saved, numeric);
+      // A table's cells hold text only, never a not-done mark.
+      const state = stateOf(converted.value, saved === null ? null : { text: saved, notDone: false }, numeric);
       placed.part.items.push(makeItem(base, { ...place, value: converted.value, saved_value: saved, state }));
     }
   }
