@@ -11,7 +11,7 @@ interface OpenQueryRow {
 }
 interface AuditTrailRow {
   id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
-  field_code: string | null; old_value: string | null; new_value: string | null;
+  field_code: string | null; old_value: string | null; new_value: string | null; details: Record<string, unknown>;
 }
 interface FhirImportSummaryRow {
   number: number; created_at: Date; mode: string; status: string; counts: Record<string, number>; key_name: string | null; decided_at: Date | null; decided_by: string | null;
@@ -80,10 +80,10 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .andWhere((q) => { q.whereNull('r.id').orWhereNotIn('r.form_id', hiddenFormIds); })
         .orderBy('a.id', 'desc')
         .limit(limit)
-        .select<AuditTrailRow[]>('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'v.code as visit', 'r.instance', 'f.code as form', 'a.field_code', 'a.old_value', 'a.new_value');
+        .select<AuditTrailRow[]>('a.id', 'a.at', 'a.author', 'a.reason', 'a.action', 'v.code as visit', 'r.instance', 'f.code as form', 'a.field_code', 'a.old_value', 'a.new_value', 'a.details');
       return rows.map((r) => ({
         id: r.id, at: r.at, author: r.author, reason: r.reason, action: r.action, visit: r.visit ?? null, instance: r.instance ?? null,
-        form: r.form ?? null, field: r.field_code, oldValue: r.old_value, newValue: r.new_value,
+        form: r.form ?? null, field: r.field_code, oldValue: r.old_value, newValue: r.new_value, details: r.details,
       }));
     },
     async fhirImports(patientId) {

@@ -111,6 +111,35 @@ describe('staff portal: the patient card', () => {
     expect(section(card, 'audit')).to.include('baseline / ip_alloc kit K-0042');
   });
 
+  it('tells a not-done mark from a text written like one in the audit trail', async () => {
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: lims, body: { site: '01', sex: 'male', birth_year: 1970, enrolled_on: '2026-03-01' } });
+    const patient = enrolled.body.subject;
+    await giveConsent(app.db.knex, world.code, patient, '2026-02-10');
+    const kit = async (entry: { values: Record<string, string> } | { not_done: { kit: 'ND' } }, update: boolean) => {
+      const sent = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject: patient, visit: 'baseline', form: 'ip_alloc', update, ...entry }] },
+      });
+      expect(at(sent.body.results, 0).status, JSON.stringify(sent.body)).to.equal('ok');
+    };
+    await kit({ values: { kit: 'K-0007', arm: 'A' } }, false);
+    await kit({ values: { kit: '[ND]' } }, true);
+    await kit({ not_done: { kit: 'ND' } }, true);
+    const unblinded = new PortalClient(app.baseUrl);
+    await unblinded.signIn('unblinded@sdx.test', STAFF_PASSWORD);
+    const card = await unblinded.get(`/p/${world.code}/s/${patient}`);
+    const changes = [...card.html.matchAll(/<tr data-action="record.value_changed">([\s\S]*?)<\/tr>/g)]
+      .map(([, row = '']) => row.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
+    // Newest first: the mark over the text, then the text over the first kit number.
+    expect(changes.map((row) => /ip_alloc kit (.*?) Data sent/.exec(row)?.[1])).to.deep.equal(['[ND] not done', 'K-0007 [ND]']);
+    // The audit read says the same to a sponsor, in each row's details.
+    const trail = await app.call<AnswerOf<'listAuditTrail', 200>>('GET', `/api/v1/studies/${world.code}/audit?subject=${patient}`, { key: world.key });
+    expect(trail.body.audit.filter((row) => row.field === 'kit').map((row) => [row.old_value, row.new_value, row.details])).to.deep.equal([
+      [null, 'K-0007', {}],
+      ['K-0007', '[ND]', { new_value_kind: 'value' }],
+      ['[ND]', '[ND]', { old_value_kind: 'value', new_value_kind: 'not_done' }],
+    ]);
+  });
+
   it('lists the patient\'s FHIR imports with a link to each review page', async () => {
     const empty = await staff.get(`/p/${world.code}/s/${subject}`);
     expect(section(empty, 'fhir-imports')).to.equal('FHIR imports No FHIR record has been sent for this patient.');

@@ -19,7 +19,7 @@ type RecordsResult = AnswerOf<'submitFormRecords', 200>;
 type RecordResult = RecordsResult['results'][number];
 /** A saved form instance as the database holds it, with its site's number. */
 interface SavedRow { id: number; status: string; source: string; values: Record<string, string>; not_done: Record<string, string>; tables: Rec; site: string }
-interface AuditRow { action: string; field_code: string | null; old_value: string | null; new_value: string | null; author: string; reason: string | null }
+interface AuditRow { action: string; field_code: string | null; old_value: string | null; new_value: string | null; author: string; reason: string | null; details: Record<string, unknown> }
 interface QueryRow { field_code: string; origin: string; check_code: string | null; status: string; message: string; opened_by: string; site: string }
 
 const ENROLLED_ON = '2026-01-24';
@@ -108,7 +108,7 @@ describe('submitFormRecords', () => {
   const savedAt = async (...place: Parameters<typeof recordAt>) => present(await recordAt(...place), `a record at ${place.join(' ')}`);
 
   const auditOf = (recordId: number) => knex()('audit_events').where({ record_id: recordId }).orderBy('id')
-    .select<AuditRow[]>('action', 'field_code', 'old_value', 'new_value', 'author', 'reason');
+    .select<AuditRow[]>('action', 'field_code', 'old_value', 'new_value', 'author', 'reason', 'details');
   const queriesOf = (recordId: number) => knex()('queries as q').join('sites as s', 's.id', 'q.site_id').where({ record_id: recordId }).orderBy('q.id')
     .select<QueryRow[]>('q.field_code', 'q.origin', 'q.check_code', 'q.status', 'q.message', 'q.opened_by', 's.number as site');
 
@@ -418,8 +418,14 @@ describe('submitFormRecords', () => {
 
     // A text value "[ND]" and the mark ND have the same audit text, so only the saved entries can tell them apart.
     const markOrText = [
-      { name: 'the mark ND over a saved text "[ND]"', saved: { values: { note: '[ND]' } }, sent: { not_done: { note: 'ND' } }, stored: { values: {}, not_done: { note: 'ND' } } },
-      { name: 'a text "[ND]" over a saved mark ND', saved: { not_done: { note: 'ND' } }, sent: { values: { note: '[ND]' } }, stored: { values: { note: '[ND]' }, not_done: {} } },
+      {
+        name: 'the mark ND over a saved text "[ND]"', saved: { values: { note: '[ND]' } }, sent: { not_done: { note: 'ND' } }, stored: { values: {}, not_done: { note: 'ND' } },
+        kinds: { old_value_kind: 'value', new_value_kind: 'not_done' },
+      },
+      {
+        name: 'a text "[ND]" over a saved mark ND', saved: { not_done: { note: 'ND' } }, sent: { values: { note: '[ND]' } }, stored: { values: { note: '[ND]' }, not_done: {} },
+        kinds: { old_value_kind: 'not_done', new_value_kind: 'value' },
+      },
     ];
     for (const c of markOrText) {
       it(`with update, saves and audits ${c.name} rather than answering unchanged`, async () => {
@@ -429,8 +435,9 @@ describe('submitFormRecords', () => {
         const res = await submit([{ subject, visit: 'screening', form: 'misc', update: true, ...c.sent }], options);
         expect(res.body.results[0]).to.deep.include({ status: 'ok', code: 'saved', record_id: id });
         expect(await savedAt(subject, 'screening', 'misc')).to.deep.include(c.stored);
-        expect((await auditOf(id)).filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value]))
-          .to.deep.equal([['note', '[ND]', '[ND]']]);
+        // The row's details say which is the mark (the audit text alone cannot).
+        expect((await auditOf(id)).filter((a) => a.action === 'record.value_changed').map((a) => [a.field_code, a.old_value, a.new_value, a.details]))
+          .to.deep.equal([['note', '[ND]', '[ND]', c.kinds]]);
       });
     }
 

@@ -14,6 +14,12 @@ describe('auditValueView: an audit trail value as the patient card shows it', ()
     expect(auditValueView('record.status_changed', form('vs'), null, 'draft')).to.deep.equal({ kind: 'status', status: 'draft' });
   });
 
+  it('shows a text written like a mark as text when its row says so, and as the mark when it says so or says nothing (older rows)', () => {
+    expect(auditValueView('record.value_changed', form('ip_alloc'), 'kit', '[ND]', 'value')).to.deep.equal({ kind: 'text', text: '[ND]' });
+    expect(auditValueView('record.value_changed', form('ip_alloc'), 'kit', '[ND]', 'not_done')).to.deep.equal({ kind: 'notDone', mark: 'ND' });
+    expect(auditValueView('record.value_changed', form('ip_alloc'), 'kit', '[UNK]')).to.deep.equal({ kind: 'notDone', mark: 'UNK' });
+  });
+
   it('gives a table row by row with column labels, and a JSON object that is no field\'s as name: value pairs', () => {
     expect(auditValueView('record.value_set', form('mh'), 'conditions', '[{"term":"Asthma","ongoing":"no"},{"term":"Gout"}]'))
       .to.deep.equal({ kind: 'rows', rows: ['Condition: Asthma; Ongoing: no', 'Condition: Gout'] });

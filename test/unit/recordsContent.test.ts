@@ -145,6 +145,16 @@ describe('records: typedValues and changedFields', () => {
       expect(changedFields(c.before, c.after).map((x) => [x.field, x.oldValue, x.newValue])).to.deep.equal(c.changes);
     });
   }
+
+  it('changedFields: says which of a mark and a text written like one an audit value holds, and nothing for other values', () => {
+    const kinds = (before: RecordContent, after: RecordContent) => changedFields(before, after).map((x) => [x.field, x.valueKinds]);
+    expect(kinds({ ...EMPTY_CONTENT, values: { note: '[ND]' } }, { ...EMPTY_CONTENT, notDone: { note: 'ND' } }))
+      .to.deep.equal([['note', { old_value_kind: 'value', new_value_kind: 'not_done' }]]);
+    expect(kinds({ ...EMPTY_CONTENT, notDone: { note: 'UNK' } }, { ...EMPTY_CONTENT, values: { note: 'seen' } }))
+      .to.deep.equal([['note', { old_value_kind: 'not_done' }]]);
+    expect(kinds(EMPTY_CONTENT, saved).map(([field, valueKinds]) => [field, valueKinds]))
+      .to.deep.equal([['meds', {}], ['sbp', {}], ['smoker', { new_value_kind: 'not_done' }], ['temp', {}], ['vsdate', {}]]);
+  });
 });
 
 describe('records: overwrittenFields', () => {

@@ -1539,11 +1539,11 @@ export interface components {
             instance: number | null;
             /** @description The field code, `<table>[<row>].<column>` for a table cell, or null when the row is not about one field. */
             field: string | null;
-            /** @description The stored text before the change (a choice's code, `[ND]`, `[UNK]` or `[NA]` for a not-done mark, a table as JSON), or null. */
+            /** @description The stored text before the change (a choice's code, `[ND]`, `[UNK]` or `[NA]` for a not-done mark, a table as JSON), or null. A text field may hold a text written like a mark: where `old_value` or `new_value` reads `[ND]`, `[UNK]` or `[NA]`, a value row's `details` say which it is (`old_value_kind`, `new_value_kind`: `not_done` for the mark, `value` for a text written that way). Rows written before the service recorded this do not say; the portal reads them as the mark. */
             old_value: string | null;
             /** @description The stored text after the change, a record's new status, or a query's message; or null. */
             new_value: string | null;
-            /** @description What else the row recorded, by action (for example the query's id, or an import's number and counts). Free-form JSON, hashed as it is. */
+            /** @description What else the row recorded, by action (for example the query's id, an import's number and counts, or, on a value row whose old or new value reads like a not-done mark, `old_value_kind` and `new_value_kind`). Free-form JSON, hashed as it is. */
             details: {
                 [key: string]: unknown;
             };

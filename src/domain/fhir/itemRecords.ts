@@ -3,6 +3,7 @@
  * chosen items through the one write path (`submitRecords`), for `mode=save` and for a confirmation on
  * the patient's card alike.
  */
+import { markText } from '../records/notDoneText.js';
 import type { RecordInput } from '../records/submitRecords.js';
 import type { StoredRecord } from '../stores.js';
 import { cellOf, tableOf } from './cellField.js';
@@ -33,7 +34,7 @@ export function savedValueAt(record: StoredRecord | undefined, field: string, ro
     return textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
   }
   const mark = record.notDone[field];
-  return textOnly(emptyToNull(record.values[field])) ?? (mark ? { text: `[${mark}]`, notDone: true } : null);
+  return textOnly(emptyToNull(record.values[field])) ?? (mark ? { text: markText(mark), notDone: true } : null);
 }
 
 /** The text of what a place holds (`savedValueAt`), as an item's `saved_value` shows it. */

@@ -1,18 +1,19 @@
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { displayUnit } from '../studyDesign/displayUnit.js';
+import { markWrittenIn, type AuditValueKind } from '../records/notDoneText.js';
 
 /**
  * An old or new value of the audit trail as the patient card shows it. The trail keeps the stored text
  * (a choice's code, `[ND]` for a not-done mark, a table as JSON, a record status): the card shows a
- * choice with its label, a value with its unit, a mark or a status in words, a table row by row.
+ * choice with its label, a value with its unit, a mark or a status in words, a table row by row. A text
+ * written like a mark is a mark unless its row says it is a field's text (`valueKinds` of a change);
+ * rows written before rows said so hold it as a mark.
  */
 export type AuditValueView =
   | { kind: 'text'; text: string }
   | { kind: 'notDone'; mark: string }
   | { kind: 'status'; status: string }
   | { kind: 'rows'; rows: string[] };
-
-const NOT_DONE = /^\[(ND|UNK|NA)\]$/;
 
 function parsedJson(text: string): unknown {
   try {
@@ -35,11 +36,15 @@ function fieldText(field: FieldDef, text: string): string {
   return text;
 }
 
-/** One old or new value of an audit entry; null when there is none. */
-export function auditValueView(action: string, form: FormDef | undefined, fieldCode: string | null, text: string | null): AuditValueView | null {
+/**
+ * One old or new value of an audit entry; null when there is none.
+ *
+ * @param kind - what the row's `details` say a text written like a mark holds (`old_value_kind`, `new_value_kind`)
+ */
+export function auditValueView(action: string, form: FormDef | undefined, fieldCode: string | null, text: string | null, kind?: AuditValueKind): AuditValueView | null {
   if (text === null || text === '') return null;
   if (action === 'record.status_changed') return { kind: 'status', status: text };
-  const mark = NOT_DONE.exec(text)?.[1];
+  const mark = kind === 'value' ? undefined : markWrittenIn(text);
   // Only a value entry holds a field's stored text; a query's entry holds its message.
   const field = action.startsWith('record.value_') ? form?.fields.find((f) => f.code === fieldCode) : undefined;
   if (mark !== undefined && field) return { kind: 'notDone', mark };

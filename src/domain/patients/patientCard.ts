@@ -4,6 +4,7 @@ import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
 import { displayUnit } from '../studyDesign/displayUnit.js';
 import { auditValueView, type AuditValueView } from './auditValues.js';
+import { auditValueKind } from '../records/notDoneText.js';
 
 /** The newest audit entries shown on a card; the rest stays in the database and the exports. */
 const CARD_AUDIT_LIMIT = 500;
@@ -15,7 +16,7 @@ interface PatientQueryView {
 }
 interface PatientAuditView {
   id: number; at: Date; author: string; reason: string; action: string; visit: string | null; instance: number | null; form: string | null;
-  field: string | null; oldValue: string | null; newValue: string | null;
+  field: string | null; oldValue: string | null; newValue: string | null; details: Record<string, unknown>;
 }
 export interface FhirImportSummary {
   number: number; createdAt: Date; mode: string; status: string; counts: Record<string, number>; keyName: string | null;
@@ -137,7 +138,11 @@ export async function patientCard(
     queries,
     audit: audit.slice(0, CARD_AUDIT_LIMIT).map((a) => {
       const form = visible.find((f) => f.code === a.form);
-      return { ...a, oldView: auditValueView(a.action, form, a.field, a.oldValue), newView: auditValueView(a.action, form, a.field, a.newValue) };
+      return {
+        ...a,
+        oldView: auditValueView(a.action, form, a.field, a.oldValue, auditValueKind(a.details, 'old_value')),
+        newView: auditValueView(a.action, form, a.field, a.newValue, auditValueKind(a.details, 'new_value')),
+      };
     }),
     auditLimited: audit.length > CARD_AUDIT_LIMIT,
     imports,

@@ -1,5 +1,6 @@
 import type { ColumnDef, FormDef, TableFieldDef } from '../studyDesign/types.js';
 import { parseFieldValue, typedOf } from './fieldValue.js';
+import { markText, markWrittenIn, type AuditValueKind } from './notDoneText.js';
 
 export type NotDoneMark = 'ND' | 'UNK' | 'NA';
 type TableRows = Record<string, string>[];
@@ -142,16 +143,35 @@ export function overwrittenFields(before: RecordContent, after: RecordContent): 
     before.values[code] !== undefined || before.notDone[code] !== undefined || !rowsKept(code));
 }
 
+/** A field whose stored content changed, with old and new as audit text. */
+export interface ChangedField {
+  field: string;
+  oldValue: string | null;
+  newValue: string | null;
+  /**
+   * For an old or new text written like a not-done mark (`[ND]`…), whether it is the mark or a field's
+   * text: the audit row keeps this in its `details` (`old_value_kind`, `new_value_kind`), since the text
+   * alone cannot say. Empty for every other change.
+   */
+  valueKinds: { old_value_kind?: AuditValueKind; new_value_kind?: AuditValueKind };
+}
+
 /**
- * The fields whose stored content differs between two versions, with old and new as audit text. The
- * entries themselves are compared, not their audit text: a text value "[ND]" reads like the mark ND.
+ * The fields whose stored content differs between two versions. The entries themselves are compared, not
+ * their audit text: a text value "[ND]" reads like the mark ND.
  */
-export function changedFields(before: RecordContent, after: RecordContent): { field: string; oldValue: string | null; newValue: string | null }[] {
+export function changedFields(before: RecordContent, after: RecordContent): ChangedField[] {
   const codes = new Set([...Object.keys(before.values), ...Object.keys(after.values), ...Object.keys(before.notDone), ...Object.keys(after.notDone), ...Object.keys(before.tables), ...Object.keys(after.tables)]);
   return [...codes].sort().flatMap((field) => {
     const old = entryOf(before, field);
     const now = entryOf(after, field);
-    return sameEntry(old, now) ? [] : [{ field, oldValue: auditText(old), newValue: auditText(now) }];
+    if (sameEntry(old, now)) return [];
+    const oldValue = auditText(old);
+    const newValue = auditText(now);
+    const valueKinds: ChangedField['valueKinds'] = {};
+    if (oldValue !== null && markWrittenIn(oldValue)) valueKinds.old_value_kind = old?.kind === 'mark' ? 'not_done' : 'value';
+    if (newValue !== null && markWrittenIn(newValue)) valueKinds.new_value_kind = now?.kind === 'mark' ? 'not_done' : 'value';
+    return [{ field, oldValue, newValue, valueKinds }];
   });
 }
 
@@ -182,5 +202,5 @@ function sameRow(a: Record<string, string>, b: Record<string, string> | undefine
 /** The entry as the audit trail's old or new value keeps it: the value, `[ND]` for a mark, rows as JSON. */
 function auditText(entry: FieldEntry): string | null {
   if (entry === null) return null;
-  return entry.kind === 'value' ? entry.value : entry.kind === 'mark' ? `[${entry.mark}]` : JSON.stringify(entry.rows);
+  return entry.kind === 'value' ? entry.value : entry.kind === 'mark' ? markText(entry.mark) : JSON.stringify(entry.rows);
 }

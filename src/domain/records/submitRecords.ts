@@ -13,7 +13,7 @@ import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause 
 import { failingChecks } from './editChecks.js';
 import {
   changedFields, completenessIssues, overwrittenFields, EMPTY_CONTENT, mergeContent, typedValues,
-  type FieldIssue, type NotDoneMark, type RecordContent,
+  type ChangedField, type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
 import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
 
@@ -83,7 +83,7 @@ function unknownDesignErrors(study: Study, inputs: RecordInput[]): FieldError[] 
 interface Evaluation {
   content: RecordContent;
   status: 'complete' | 'draft';
-  changes: { field: string; oldValue: string | null; newValue: string | null }[];
+  changes: ChangedField[];
   statusChanged: boolean;
   before: QueryCause[];
   after: QueryCause[];
@@ -367,7 +367,9 @@ function outcomeOfSave(index: number, code: 'saved' | 'saved_as_draft' | 'valida
 function trailOf(actor: Actor, study: Study, c: Change): AuditEntry[] {
   const base = { patientId: c.patient.id, recordId: c.slot.id!, reason: reasonOf(actor, c.reason) };
   const entries: AuditEntry[] = c.evaluation.changes.map((change) =>
-    auditEntry(actor, study.id, { ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue }),
+    auditEntry(actor, study.id, {
+      ...base, action: c.isNew ? 'record.value_set' : 'record.value_changed', fieldCode: change.field, oldValue: change.oldValue, newValue: change.newValue, details: change.valueKinds,
+    }),
   );
   if (c.evaluation.statusChanged) entries.push(auditEntry(actor, study.id, { ...base, action: 'record.status_changed', newValue: c.evaluation.status }));
   c.opened.forEach((q, i) => entries.push(auditEntry(actor, study.id, { ...base, action: 'query.opened', fieldCode: q.fieldCode, newValue: c.plan.toOpen[i]?.message, details: { query_id: q.id } })));
