@@ -104,8 +104,15 @@ export function withUser(url: string, user: string): string {
 }
 
 /**
+ * The tables the service only ever appends to, and the runtime role may only read and insert into: the
+ * audit trail; the read log, which says who read which data; and the removals, which tell incremental
+ * readers whose data they must delete (and whose count marks the read-ahead stale, src/db/readAhead.ts).
+ */
+const APPEND_ONLY = ['audit_events', 'read_log', 'removals'];
+
+/**
  * Gives the runtime role what serving requests needs, as the owner after each migration: read and
- * write every table and use its sequences, but only read and insert into the audit trail, and only
+ * write every table and use its sequences, but only read and insert into the append-only tables, and only
  * read the migrations' bookkeeping (to check the schema is current). Default privileges cover the
  * tables of later migrations even when they are run by other means.
  */
@@ -118,7 +125,7 @@ export async function grantRuntimeAccess(owner: Knex, runtime: string): Promise<
     await trx.raw(`grant usage, select on all sequences in schema public to ${role}`);
     await trx.raw(`alter default privileges in schema public grant select, insert, update, delete on tables to ${role}`);
     await trx.raw(`alter default privileges in schema public grant usage, select on sequences to ${role}`);
-    await trx.raw(`revoke update, delete, truncate, references, trigger on audit_events from ${role}`);
+    await trx.raw(`revoke update, delete, truncate, references, trigger on ${APPEND_ONLY.join(', ')} from ${role}`);
     await trx.raw(`revoke all on knex_migrations, knex_migrations_lock from ${role}`);
     await trx.raw(`grant select on knex_migrations, knex_migrations_lock to ${role}`);
   });

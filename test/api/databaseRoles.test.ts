@@ -58,6 +58,19 @@ describe('least privilege in the database', () => {
     expect(rows.map((r) => r.privilege_type)).to.deep.equal(['INSERT', 'SELECT']);
   });
 
+  it('lets the runtime role only read and insert into the read log and the removals, which no request changes', async () => {
+    for (const table of ['read_log', 'removals']) {
+      for (const sql of [`truncate ${table}`, `update ${table} set study_id = study_id`, `delete from ${table}`]) {
+        const error = await refusal(app.db.knex, sql);
+        expect(error.code, sql).to.equal('42501');
+        expect(error.message, sql).to.include(`permission denied for table ${table}`);
+      }
+      const { rows } = await app.db.knex.raw<{ rows: { privilege_type: string }[] }>(`select privilege_type from information_schema.role_table_grants
+        where table_name = ? and grantee = current_user order by 1`, [table]);
+      expect(rows.map((r) => r.privilege_type), table).to.deep.equal(['INSERT', 'SELECT']);
+    }
+  });
+
   it('refuses TRUNCATE, UPDATE and DELETE of the audit trail to its owner too, by trigger', async () => {
     for (const [sql, operation] of [['truncate audit_events', 'TRUNCATE'], ['update audit_events set author = \'someone else\'', 'UPDATE'], ['delete from audit_events', 'DELETE']] as const) {
       const error = await refusal(owner.knex, sql);
