@@ -59,16 +59,16 @@ export function webhookStore(db: Knex): WebhookStore {
           left join study_roles m on m.study_id = s.study_id and m.user_id = s.created_by and m.role = 'manager'
           where s.study_id in (select study_id from given) and s.state <> 'removed' and (s.created_by is null or m.id is not null)
         ), wanted as (
-          select g.ord, g.study_id, g.type, g.data, array_agg(r.id order by r.id) as subscription_ids
+          select g.ord, g.study_id, g.type, g.data, g.unblinded_only, array_agg(r.id order by r.id) as subscription_ids
           from given g join receivers r
             on r.study_id = g.study_id and g.type = any(r.event_types) and (r.every_site or g.site_id = any(r.site_ids))
               and (r.unblinded or not g.unblinded_only)
-          group by g.ord, g.study_id, g.type, g.data
+          group by g.ord, g.study_id, g.type, g.data, g.unblinded_only
         ), numbered as (
-          select w.subscription_ids, w.study_id, w.type, w.data, nextval(pg_get_serial_sequence('${EVENTS}', 'id')) as id
+          select w.subscription_ids, w.study_id, w.type, w.data, w.unblinded_only, nextval(pg_get_serial_sequence('${EVENTS}', 'id')) as id
           from (select * from wanted order by ord) w
         ), events as (
-          insert into ${EVENTS} (id, study_id, type, data) select id, study_id, type, data from numbered
+          insert into ${EVENTS} (id, study_id, type, data, unblinded_only) select id, study_id, type, data, unblinded_only from numbered
         ), deliveries as (
           insert into ${DELIVERIES} (subscription_id, event_id)
           select unnest(n.subscription_ids), n.id from numbered n
