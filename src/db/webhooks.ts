@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { WebhookDeliveryRow, WebhookState, WebhookStore, WebhookSubscriptionRow } from '../domain/stores.js';
+import type { WebhookDeliveryRow, WebhookState, WebhookStore, WebhookSubscriptionRow, WithheldReason } from '../domain/stores.js';
 import type { WebhookEventType } from '../domain/webhooks/webhookEvents.js';
 import { jsonParameter } from './jsonParameter.js';
 import { roleSiteIdsSql } from './people.js';
@@ -19,6 +19,7 @@ interface SubscriptionRecord {
 interface DeliveryRecord {
   id: number; subscription_id: number; event_id: number; type: WebhookEventType; created_at: Date; attempts: number;
   last_attempt_at: Date | null; next_attempt_at: Date; delivered_at: Date | null; last_status: number | null; last_error: string | null;
+  withheld_at: Date | null; withheld_reason: WithheldReason | null;
 }
 
 function rowToSubscription(r: SubscriptionRecord): WebhookSubscriptionRow {
@@ -30,8 +31,10 @@ function rowToSubscription(r: SubscriptionRecord): WebhookSubscriptionRow {
 
 function rowToDelivery(r: DeliveryRecord): WebhookDeliveryRow {
   return {
-    id: r.id, subscriptionId: r.subscription_id, eventId: r.event_id, eventType: r.type, createdAt: r.created_at, attempts: r.attempts,
+    id: r.id, state: r.delivered_at ? 'delivered' : r.withheld_at ? 'withheld' : 'pending',
+    subscriptionId: r.subscription_id, eventId: r.event_id, eventType: r.type, createdAt: r.created_at, attempts: r.attempts,
     lastAttemptAt: r.last_attempt_at, nextAttemptAt: r.next_attempt_at, deliveredAt: r.delivered_at, lastStatus: r.last_status, lastError: r.last_error,
+    withheldAt: r.withheld_at, withheldReason: r.withheld_reason,
   };
 }
 
@@ -43,7 +46,7 @@ function rowToDelivery(r: DeliveryRecord): WebhookDeliveryRow {
  * unblinded, and its creator still is). The operator's subscriptions have no creator: every site, and the blinding
  * the operator chose. Read through `withheldReasonSql`.
  */
-const SUBSCRIPTION_REACH_SQL = `
+export const SUBSCRIPTION_REACH_SQL = `
   select s.id, s.study_id, s.state, s.event_types, s.created_by is null or m.id is not null as manages,
     s.created_by is null or coalesce(m.all_sites, false) as every_site, ${roleSiteIdsSql('m')} as site_ids,
     s.unblinded and (s.created_by is null or coalesce(m.unblinded, false)) as unblinded
@@ -51,7 +54,7 @@ const SUBSCRIPTION_REACH_SQL = `
   left join study_roles m on m.study_id = s.study_id and m.user_id = s.created_by and m.role = 'manager'`;
 
 /** The id of the site the event row `event` (with `study_id` and `data`) names, as SQL: null when it names none. */
-function eventSiteIdSql(event: string): string {
+export function eventSiteIdSql(event: string): string {
   return `(select site.id from sites site where site.study_id = ${event}.study_id and site.number = ${event}.data->>'site')`;
 }
 
@@ -63,7 +66,7 @@ function eventSiteIdSql(event: string): string {
  * names no site (none does today) only when the role covers every site; an event about a form hidden from blinded
  * people needs an unblinded subscription.
  */
-function withheldReasonSql(reach: string, event: string): string {
+export function withheldReasonSql(reach: string, event: string): string {
   return `case when not ${reach}.manages then 'creator_not_manager'
     when not (${reach}.every_site or coalesce(${event}.site_id = any(${reach}.site_ids), false)) then 'site_not_covered'
     when ${event}.unblinded_only and not ${reach}.unblinded then 'creator_blinded' end`;
@@ -116,7 +119,7 @@ export function webhookStore(db: Knex): WebhookStore {
       await db(SUBSCRIPTIONS).where({ id }).update({ state, state_changed_at: db.fn.now() });
       if (state !== 'active') return;
       // Re-enabled: the event that failed is tried again now, with a fresh 24 hours of retries.
-      await db(DELIVERIES).where({ subscription_id: id }).whereNull('delivered_at').update({ next_attempt_at: db.fn.now(), first_failed_at: null });
+      await db(DELIVERIES).where({ subscription_id: id }).whereNull('delivered_at').whereNull('withheld_at').update({ next_attempt_at: db.fn.now(), first_failed_at: null });
       await db.raw(`select pg_notify('${WEBHOOK_CHANNEL}', '')`);
     },
     async deliveries(studyId, subscriptionId, limit) {
