@@ -327,8 +327,8 @@ const subscriptionOutput = (w: WebhookSubscriptionRow) => ({
 });
 const deliveryOutput = (d: WebhookDeliveryRow) => ({
   subscription: d.subscriptionId, event: `evt_${d.eventId}`, type: d.eventType, created_at: d.createdAt, attempts: d.attempts,
-  last_attempt_at: d.lastAttemptAt, status: d.deliveredAt ? 'delivered' : 'pending', http_status: d.lastStatus, last_error: d.lastError,
-  delivered_at: d.deliveredAt, next_attempt_at: d.deliveredAt ? null : d.nextAttemptAt,
+  last_attempt_at: d.lastAttemptAt, status: d.state, http_status: d.lastStatus, last_error: d.lastError,
+  delivered_at: d.deliveredAt, withheld_at: d.withheldAt, withheld_reason: d.withheldReason, next_attempt_at: d.state === 'pending' ? d.nextAttemptAt : null,
 });
 
 const webhook = program.command('webhook').description('signed webhooks: subscriptions of a study to its events');
@@ -355,7 +355,7 @@ webhook.command('enable <study> <id>').description('re-enable a failing subscrip
   .action((code: string, id: string, o: JsonOption) => run(o.json, async (db) => ({
     study: code, ...subscriptionOutput(await inTransaction(db.knex, (s) => enableSubscription(s, operator, { study: code, id: Number(id) }))),
   })));
-webhook.command('deliveries <study> [id]').description('the delivery log, newest first: time, status, attempts, last error')
+webhook.command('deliveries <study> [id]').description('the delivery log, newest first: time, status (delivered, pending, withheld with its reason), attempts, last error')
   .option('--limit <n>', 'how many deliveries (default 50, at most 500)', Number, 50).addOption(jsonOption)
   .action((code: string, id: string | undefined, o: JsonOption & { limit: number }) => run(o.json, async (db) => ({
     study: code,

@@ -53,14 +53,17 @@ async function serveSubscription(trx: Knex.Transaction, subscription: ClaimedSub
   return sent;
 }
 
-/** One round: claims the due subscriptions and serves them side by side, in one transaction. Returns the attempts made. */
+/**
+ * One round: claims the due subscriptions and serves them side by side, in one transaction. Returns the attempts made
+ * and the deliveries withheld: a round that only withheld events may have left others waiting behind them, so it counts as work.
+ */
 async function deliverRound(knex: Knex, config: Config, policy: AddressPolicy, stopping: () => boolean): Promise<number> {
   return withTransaction(knex, async (trx) => {
     const claimed = await claimDueSubscriptions(trx, new Date(), SUBSCRIPTIONS_PER_ROUND, EVENTS_PER_ROUND);
     const deadline = Date.now() + ROUND_MS;
     const keepGoing = () => !stopping() && Date.now() < deadline;
     const sent = await Promise.all(claimed.map((s) => serveSubscription(trx, s, config, policy, keepGoing)));
-    return sent.reduce((a, b) => a + b, 0);
+    return sent.reduce((a, b) => a + b, 0) + claimed.reduce((withheld, s) => withheld + s.withheld, 0);
   }, { attempts: 1 });
 }
 

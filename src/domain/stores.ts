@@ -487,6 +487,9 @@ export interface NewWebhookEvent {
 
 export type WebhookState = 'active' | 'failing' | 'removed';
 
+/** Why a waiting delivery was not sent: its subscription may no longer receive the event (webhooks.ts, withheldReasonSql). */
+export type WithheldReason = 'creator_not_manager' | 'site_not_covered' | 'creator_blinded';
+
 export interface WebhookSubscriptionRow {
   id: number;
   studyId: number;
@@ -499,9 +502,13 @@ export interface WebhookSubscriptionRow {
   stateChangedAt: Date;
 }
 
+/** Where a delivery stands: sent, withheld (never to be sent), or waiting for its turn or its next attempt. */
+type WebhookDeliveryState = 'delivered' | 'withheld' | 'pending';
+
 /** One event owed to one subscription, with its last attempt: a line of the delivery log. */
 export interface WebhookDeliveryRow {
   id: number;
+  state: WebhookDeliveryState;
   subscriptionId: number;
   eventId: number;
   eventType: WebhookEventType;
@@ -512,6 +519,9 @@ export interface WebhookDeliveryRow {
   deliveredAt: Date | null;
   lastStatus: number | null;
   lastError: string | null;
+  /** When the worker found, at send time, that the subscription may no longer receive the event: it is never sent. */
+  withheldAt: Date | null;
+  withheldReason: WithheldReason | null;
 }
 
 export interface WebhookStore {

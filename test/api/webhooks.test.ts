@@ -16,6 +16,8 @@ import { sdx } from '../helpers/sdxCli.js';
 import { until } from '../helpers/serviceActivity.js';
 import { startServiceProcess } from '../helpers/serviceProcess.js';
 import { at, present } from '../helpers/only.js';
+import { PortalClient } from '../helpers/portalClient.js';
+import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
 import { assertWebhookMatchesSpec } from '../helpers/specValidation.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
@@ -32,6 +34,13 @@ const eventIdOf = (r: Received) => Number(present(r.headers['webhook-id'], 'the 
 /** What `sdx webhook add` prints: the subscription, with its secret shown this once. */
 interface AddedSubscription { id: number; secret: string }
 
+/** The delivery log's line of an event on the study's API page, as text without tags. */
+function logLine(html: string, eventId: number): string {
+  const log = present(/<table class="grid" id="deliveries">([\s\S]*?)<\/table>/.exec(html)?.[1], 'the delivery log');
+  const line = present(log.split('<tr').find((row) => row.includes(`evt_${eventId}</code>`)), `the line of evt_${eventId}`);
+  return line.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ').trim();
+}
+
 /** A count(*) row as the pg driver returns it. */
 type CountRow = { n: string | number };
 const countOf = (rows: readonly CountRow[]) => Number(at(rows, 0, 'the count rows').n);
@@ -47,7 +56,8 @@ describe('webhooks', function () {
   let patientNo = 0;
 
   before(async () => {
-    app = await startTestApp();
+    // Managers subscribe the tests' receiver, on the loopback interface, on the portal's API page too.
+    app = await startTestApp({ WEBHOOKS_ALLOW_INSECURE: '1' });
     knex = app.db.knex;
     receiver = await startReceiver((r) => answer(r));
   });
@@ -81,6 +91,26 @@ describe('webhooks', function () {
     const { subscription } = await inTransaction(knex, (s) => addSubscription(s, actor, { study: world.code, url: `${receiver.url}${path}`, events }, INSECURE, resolveNowhere));
     return subscription.id;
   }
+
+  /** A manager signed in to the portal, on the study's API page. */
+  async function managerOnApiPage(email: string, role: { sites?: string[]; unblinded?: boolean } = {}): Promise<PortalClient> {
+    await addStaff(knex, email, { study: world.code, role: 'manager', canExport: true, ...role });
+    const portal = new PortalClient(app.baseUrl);
+    expect((await portal.signIn(email, STAFF_PASSWORD)).status).to.equal(303);
+    expect((await portal.get(`/p/${world.code}/api`)).status).to.equal(200);
+    return portal;
+  }
+
+  /** A subscription a manager makes on the study's API page; returns its id. */
+  async function subscribeOnApiPage(portal: PortalClient, path: string, events: WebhookEventType[]): Promise<number> {
+    const url = `${receiver.url}${path}`;
+    expect((await portal.post(`/p/${world.code}/api/webhooks`, { url, events })).status).to.equal(201);
+    return present(await knex('webhook_subscriptions').where({ url }).first<{ id: number } | undefined>('id'), url).id;
+  }
+
+  /** Waits until no delivery of the subscription waits any more: each was delivered, or withheld. */
+  const settled = (subscriptionId: number) => until(async () => countOf(await knex('webhook_deliveries').where({ subscription_id: subscriptionId })
+    .whereNull('delivered_at').whereNull('withheld_at').count<CountRow[]>({ n: '*' })) === 0, `the deliveries of subscription ${subscriptionId}`);
 
   /** The events written for a subscription, oldest first (the outbox, before any worker sends them). */
   const queuedFor = async (subscriptionId: number) => knex('webhook_deliveries as d').join('webhook_events as e', 'e.id', 'd.event_id')
@@ -249,6 +279,66 @@ describe('webhooks', function () {
     const onceBlinded = await allocate();
     expect((await queuedFor(id)).map((e) => [e.data.subject, e.data.form])).to.deep.equal([
       [whileUnblinded, 'ip_alloc'], [whileUnblinded, 'vs'], [onceBlinded, 'vs'],
+    ]);
+  });
+
+  // An event waiting for its receiver is judged again when it is sent, by the rule that chose its receivers:
+  // the receiver is down, the event waits for its retry, the maker's role changes, the receiver comes back.
+  it('withholds a waiting event once the subscription\'s maker no longer manages the study: it is never sent, and the log says why', async () => {
+    const leaving = await managerOnApiPage('leaving-manager@sdx.test');
+    const id = await subscribeOnApiPage(leaving, '/leaving', ['patient.enrolled']);
+    answer = () => 503;
+    startWorker();
+    const subject = await enrol('02');
+    await arrived('/leaving', 1);
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: world.code, email: 'leaving-manager@sdx.test', role: 'manager' }));
+    answer = () => 200;
+    await settled(id);
+    // Only the attempt made while the maker still managed the study reached the receiver.
+    expect(receiver.received.map((r) => [r.path, r.body.data.subject])).to.deep.equal([['/leaving', subject]]);
+    const staying = await managerOnApiPage('staying-manager@sdx.test');
+    const page = await staying.get(`/p/${world.code}/api`);
+    expect(logLine(page.html, eventIdOf(at(receiver.received, 0))))
+      .to.include('patient.enrolled').and.include('withheld, never sent: the subscription\'s creator no longer manages the study (HTTP 503)');
+  });
+
+  it('withholds a waiting event about a site the maker\'s role no longer covers, and sends the subscription\'s next event after it', async () => {
+    const moving = await managerOnApiPage('moving-manager@sdx.test', { sites: ['01', '02'] });
+    const id = await subscribeOnApiPage(moving, '/moving', ['patient.enrolled']);
+    answer = () => 503;
+    startWorker();
+    const atTwo = await enrol('02');
+    await arrived('/moving', 1);
+    // Queued behind the failing event.
+    const atOne = await enrol('01');
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: world.code, email: 'moving-manager@sdx.test', role: 'manager', canExport: true, unblinded: false, sites: ['01'] }));
+    answer = () => 200;
+    await settled(id);
+    expect(receiver.received.map((r) => [r.body.data.subject, r.body.data.site])).to.deep.equal([[atTwo, '02'], [atOne, '01']]);
+    for (const r of receiver.received) assertWebhookMatchesSpec(r.body);
+    const page = await moving.get(`/p/${world.code}/api`);
+    expect(logLine(page.html, eventIdOf(at(receiver.received, 0)))).to.include('withheld, never sent: the creator\'s manager role no longer covers the patient\'s site');
+    expect(logLine(page.html, eventIdOf(at(receiver.received, 1)))).to.include('delivered (HTTP 200)');
+  });
+
+  it('withholds a waiting event about a form of the unblinded team once the maker is blinded, and sends the subscription\'s next event after it', async () => {
+    const unblinded = await managerOnApiPage('blinded-later@sdx.test', { unblinded: true });
+    const id = await subscribeOnApiPage(unblinded, '/blinded-later', ['record.saved']);
+    const subject = await enrol();
+    answer = () => 503;
+    startWorker();
+    const res = await app.call('POST', `/api/v1/studies/${world.code}/records`, {
+      key: world.key, body: { records: [{ subject, visit: 'baseline', form: 'ip_alloc', values: { kit: `K-${subject}`, arm: 'A' } }, vitals(subject, 1)] },
+    });
+    expect(res.status).to.equal(200);
+    await arrived('/blinded-later', 1);
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: world.code, email: 'blinded-later@sdx.test', unblinded: true }));
+    answer = () => 200;
+    await settled(id);
+    expect(receiver.received.map((r) => r.body.data.form)).to.deep.equal(['ip_alloc', 'vs']);
+    const log = await sdx<{ deliveries: { type: string; status: string; withheld_reason: string | null; next_attempt_at: string | null }[] }>('webhook', 'deliveries', world.code, String(id));
+    expect(log.deliveries.map((d) => [d.type, d.status, d.withheld_reason, d.next_attempt_at])).to.deep.equal([
+      ['record.saved', 'delivered', null, null], ['record.saved', 'withheld', 'creator_blinded', null],
     ]);
   });
 

@@ -3,6 +3,8 @@ import { auditEntry } from '../../src/domain/auditTrail.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
+import { up as backfillUnblindedOnly } from '../../src/db/migrations/20261127090100_backfill_unblinded_only.js';
+import { studyEvent } from '../../src/domain/webhooks/webhookEvents.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStudyWorld, operator } from '../helpers/factories.js';
 import { at, only } from '../helpers/only.js';
@@ -25,6 +27,20 @@ describe('src/db stores on PostgreSQL', () => {
 
   it('runs migrations again as a no-op', async () => {
     expect(await migrateToLatest(db.knex)).to.deep.equal([]);
+  });
+
+  it('backfills unblinded_only on events written before it was stored, as studyEvent sets it: true only for a form of the unblinded team', async () => {
+    const stores = createStores(db.knex);
+    const study = (await stores.studies.findByCode('DEMO'))!;
+    expect(study.blinded).to.equal(true);
+    await stores.webhooks.insertSubscription({ studyId, url: 'https://hooks.example.org/backfill', eventTypes: ['record.saved'], unblinded: true, secret: 'whsec_backfill', createdBy: null });
+    const where = { subject: 'BACKFILL-1', site: '01', visit: 'baseline', instance: 1, fields: [] };
+    await stores.webhooks.publish([studyEvent(study, 'record.saved', { ...where, form: 'ip_alloc' }), studyEvent(study, 'record.saved', { ...where, form: 'vs' })]);
+    const flags = () => db.knex('webhook_events').whereRaw("data->>'subject' = ?", [where.subject]).orderBy('id').pluck<boolean[]>('unblinded_only');
+    expect(await flags()).to.deep.equal([true, false]);
+    await db.knex('webhook_events').update({ unblinded_only: false });
+    await backfillUnblindedOnly(db.knex);
+    expect(await flags()).to.deep.equal([true, false]);
   });
 
   it('translates a duplicate subject (23505) into DomainError subject_taken', async () => {

@@ -50,7 +50,8 @@ export async function grantRole(
 /**
  * Takes a role away, or only its export or unblinded right. Keys made by the person stop working
  * at their next request (see keyState), and their webhook subscriptions receive only what the role
- * left allows from the next event (webhookStore.publish), so nothing else needs to change here.
+ * left allows, from the next event written and from the next one sent (waiting events it no longer allows
+ * are withheld; withheldReasonSql in src/db/webhooks.ts), so nothing else needs to change here.
  */
 export async function revokeRole(
   stores: Stores,

@@ -17,8 +17,8 @@ const MAX_DELIVERIES_SHOWN = 500;
 
 /**
  * A person must manage the study to manage its subscriptions, whichever sites their role covers; the
- * operator's command line may. What a person's subscription receives follows their role at each event
- * (webhookStore.publish), as their keys follow it at each request.
+ * operator's command line may. What a person's subscription receives follows their role when each event is
+ * written and again when it is sent (withheldReasonSql in src/db/webhooks.ts), as their keys follow it at each request.
  */
 async function requireManager(stores: Stores, actor: Actor, study: Study): Promise<void> {
   if (actor.kind === 'operator') return;
@@ -48,7 +48,7 @@ function eventTypesOf(events: string[]): WebhookEventType[] {
  * keeps it to sign deliveries but never shows it again. The address is checked now (its form, and the
  * addresses its name resolves to) and again at every delivery.
  * A person's subscription is made unblinded if they are unblinded now; it then receives unblinded-team
- * events only while they still are (webhookStore.publish).
+ * events only while they still are, when each is written and when it is sent (withheldReasonSql in src/db/webhooks.ts).
  * @param input.unblinded - for the operator only: whether unblinded-team events go to it (a person's own role decides otherwise)
  * @throws DomainError `study_not_found`, `not_a_manager`, `webhook_url_refused`, `webhook_events_invalid`
  */
