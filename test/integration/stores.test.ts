@@ -3,7 +3,7 @@ import { auditEntry } from '../../src/domain/auditTrail.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
-import { up as backfillUnblindedOnly } from '../../src/db/migrations/20261127090100_backfill_unblinded_only.js';
+import { up as backfillUnblindedOnly } from '../../src/db/migrations/20261126090100_backfill_unblinded_only.js';
 import { studyEvent } from '../../src/domain/webhooks/webhookEvents.js';
 import type { Database } from '../../src/db/knex.js';
 import { createStudyWorld, operator } from '../helpers/factories.js';
