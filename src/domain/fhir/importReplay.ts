@@ -1,21 +1,8 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
-import { DomainError } from '../errors.js';
-import type { Patient, PatientStore, Study } from '../stores.js';
+import type { PatientStore, Study } from '../stores.js';
 import { hiddenFormCodes } from '../studies/designForKey.js';
 import { countItems, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
-
-/**
- * The patient a key's FHIR file is about, when the key may reach it: one of its sites, and not a patient who
- * withdrew consent to the use of their data (whom the read calls leave out). Anyone else is reported exactly
- * like a patient that does not exist.
- *
- * @throws DomainError `unknown_subject`
- */
-export async function patientForKey(patients: PatientStore, key: Pick<KeyContext, 'siteIds'>, study: Study, subject: string): Promise<Patient> {
-  const [patient] = await patients.findBySubjects(study.id, [subject]);
-  if (!patient || !key.siteIds.includes(patient.siteId) || patient.dataUseWithdrawnAt) throw new DomainError('unknown_subject', { subject });
-  return patient;
-}
+import { patientForKey } from './patientForKey.js';
 
 /**
  * A FHIR call's kept answer as the key may see it when the same `Idempotency-Key` comes again
