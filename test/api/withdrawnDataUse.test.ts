@@ -46,4 +46,20 @@ describe('A patient who withdrew consent to the use of their data, in a study wi
     const [kept] = await app.db.knex('fhir_imports').count<{ n: string | number }[]>({ n: '*' });
     expect(Number(kept?.n)).to.equal(0);
   });
+
+  it('refuses records about the patient as about one that does not exist (error unknown_subject), so no answer tells what is saved', async () => {
+    const subject = await withdrawn();
+    const records = [
+      // The saved value sent again: `unchanged` would confirm it, `saved` deny it.
+      { subject, visit: 'screening', form: 'vs', update: true, values: { sbp: '140' } },
+      // `skip` would tell that the form is filled.
+      { subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '150', dbp: '90', hr: '72' } },
+      { subject, visit: 'screening', form: 'dm', values: { sex: '1', ethnicity: '2', height: '180', weight: '80' } },
+    ];
+    const before = await app.db.knex('audit_events').count<{ n: string | number }[]>({ n: '*' });
+    const res = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base()}/records`, { key: world.key, body: { records } });
+    expect(res.status).to.equal(200);
+    expect(res.body.results.map((r) => [r.status, r.code])).to.deep.equal(records.map(() => ['error', 'unknown_subject']));
+    expect(await app.db.knex('audit_events').count<{ n: string | number }[]>({ n: '*' })).to.deep.equal(before);
+  });
 });
