@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { AUDIT_ACTIONS_FOR_KEYS, type AuditReadRow, type AuditReadStore } from '../domain/reads/auditRows.js';
+import { AUDIT_ACTIONS_FOR_KEYS, FHIR_IMPORT_ACTIONS, type AuditReadRow, type AuditReadStore } from '../domain/reads/auditRows.js';
 import type { AuditEventRecord } from './auditEvents.js';
 import { formAndVisit, keyset, visible } from './readPages.js';
 
@@ -7,6 +7,14 @@ import { formAndVisit, keyset, visible } from './readPages.js';
 interface AuditPageRecord extends AuditEventRecord {
   patient_id: number; prev_hash: string; hash: string; subject: string; site: string; visit: string | null; form: string | null; instance: number | null;
 }
+
+/**
+ * Not a row about a FHIR import that holds an item on a hidden form; the bindings are the import actions and
+ * the hidden form ids. The import is the one the row's details name (`import_id`).
+ */
+const HIDES_NO_IMPORT_ITEM = `not (a.action = any(?::text[]) and exists (
+  select 1 from fhir_imports fi cross join json_array_elements(fi.items) as e(item) join forms fo on fo.code = e.item->>'form'
+  where fi.id = (a.details->>'import_id')::int and fo.study_id = a.study_id and fo.id = any(?::int[])))`;
 
 /**
  * The audit read's queries (issue 22.3). A page is one keyset query over the study's rows in id order
@@ -29,6 +37,8 @@ export function auditReadStore(db: Knex): AuditReadStore {
       // consent, imports) stay, and only a hidden form's records are left out.
       if (filters.visitId !== undefined || filters.formId !== undefined) formAndVisit(q, scope, filters, 'r');
       else if (scope.hiddenFormIds.length > 0) q.where((w) => { w.whereNull('a.record_id').orWhereNotIn('r.form_id', scope.hiddenFormIds); });
+      // A row about a whole FHIR import counts its items and names the positions decided, hidden ones included.
+      if (scope.hiddenFormIds.length > 0) q.whereRaw(HIDES_NO_IMPORT_ITEM, [[...FHIR_IMPORT_ACTIONS], scope.hiddenFormIds]);
       const rows = await keyset(q, 'a.id', page, 'a.at');
       const positions = await chainPositions(db, scope.studyId, rows.map((r) => r.id));
       return rows.map((r) => ({

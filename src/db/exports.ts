@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { VALUE_CHANGE_ACTIONS } from '../domain/auditTrail.js';
 import type { ExportRecord, ExportSnapshot, ExportStore, FieldChange, ReadScope } from '../domain/stores.js';
 import { formAndVisit, visible } from './readPages.js';
 
@@ -24,11 +25,15 @@ function exportedRecords(trx: Knex, scope: ReadScope, formIds: number[]): Knex.Q
   return formAndVisit(q, scope, {}, 'r');
 }
 
-/** Each field's last audited change of a record, newest first per field, as one JSON object. */
+/**
+ * Each field's last audited change of a record's value, newest first per field, as one JSON object. Only value
+ * rows count: a later step on a query about the field (which names the field too) changed no value.
+ */
 const LAST_CHANGES = `(select json_object_agg(c.field_code, json_build_object('auditId', c.id, 'at', c.at, 'author', c.author,
     'actorType', c.actor_type, 'actorId', c.actor_id, 'reason', c.reason))
   from (select distinct on (a.field_code) a.id, a.field_code, a.at, a.author, a.actor_type, a.actor_id, a.reason
-        from audit_events a where a.record_id = r.id and a.field_code is not null order by a.field_code, a.id desc) c)`;
+        from audit_events a where a.record_id = r.id and a.field_code is not null and a.action = any(?::text[])
+        order by a.field_code, a.id desc) c)`;
 
 /** A record as an export's cursor gives it; `last_changes` only with the audit asked for. */
 type ExportRecordRow = Pick<ExportRecord, 'subject' | 'site' | 'visit' | 'form' | 'instance' | 'status' | 'values' | 'tables'> & {
@@ -69,7 +74,7 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
     },
     async authors(scope, formIds) {
       const rows = await trx('audit_events as a')
-        .whereIn('a.record_id', exportedRecords(trx, scope, formIds).select('r.id'))
+        .whereIn('a.record_id', exportedRecords(trx, scope, formIds).select('r.id')).whereIn('a.action', VALUE_CHANGE_ACTIONS)
         .distinctOn('a.actor_type', 'a.actor_id')
         .select<{ actor_type: string; actor_id: number | null; author: string }[]>('a.actor_type', 'a.actor_id', 'a.author')
         .orderBy([{ column: 'a.actor_type' }, { column: 'a.actor_id' }, { column: 'a.id', order: 'desc' }]);
@@ -85,7 +90,7 @@ async function openSnapshot(db: Knex): Promise<ExportSnapshot> {
         .select('p.subject', 's.number as site', 'v.code as visit', 'f.code as form', 'r.instance', 'r.status',
           'r.values', 'r.not_done', 'r.tables', 'r.updated_at')
         .orderBy([{ column: 'p.subject' }, { column: 'v.position' }, { column: 'r.instance' }, { column: 'f.position' }]);
-      if (withAudit) q.select(trx.raw(`${LAST_CHANGES} as last_changes`));
+      if (withAudit) q.select(trx.raw(`${LAST_CHANGES} as last_changes`, [[...VALUE_CHANGE_ACTIONS]]));
       const cursor = `export_rows_${(cursors += 1)}`;
       const { sql, bindings } = q.toSQL();
       await trx.raw(`declare ${cursor} no scroll cursor for ${sql}`, bindings);

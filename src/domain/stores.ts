@@ -447,7 +447,7 @@ export interface FieldChange { auditId: number; at: Date; author: string; actorT
 export interface ExportSnapshot {
   /** Records of the forms that the scope may see or, with `table`, the rows of that table field in them. */
   count(scope: ReadScope, formIds: number[], table?: string): Promise<number>;
-  /** Who wrote the audit trail of those records, for ODM's AdminData: one entry per actor, with its latest name. */
+  /** Who set or changed the values of those records (the users their AuditRecords name), for ODM's AdminData: one entry per actor, with its latest name. */
   authors(scope: ReadScope, formIds: number[]): Promise<{ actorType: string; actorId: number | null; author: string }[]>;
   /** When the newest of those records changed; null when there is none. */
   lastModified(scope: ReadScope, formIds: number[]): Promise<Date | null>;

@@ -1,5 +1,6 @@
 import { importFhirRecord as importRecord } from '../domain/fhir/importFhirRecord.js';
 import { importIdOf } from '../domain/fhir/importId.js';
+import { importAsSeenNow } from '../domain/fhir/importReplay.js';
 import { getFhirImport as getImport, listFhirImports as listImports } from '../domain/fhir/importReads.js';
 import { entriesOfJson, parseNdjsonEntries } from '../domain/fhir/parseFhirBody.js';
 import { inTransaction } from '../db/stores.js';
@@ -42,7 +43,7 @@ async function importFhir(c: FhirImportCall, ctx: KoaContext) {
         items: itemsWithPlacement(result.items, result.placements, study.design, ctx.state.lang),
       },
     };
-  }));
+  }, async (kept) => ({ ...kept, body: await importAsSeenNow(stores.patients, key, study, kept.body) })));
 }
 
 /** POST /studies/{study_code}/fhir: FHIR JSON, and NDJSON as before the NDJSON call existed (the spec's `x-also-accepts`). */

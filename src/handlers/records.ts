@@ -4,7 +4,7 @@ import { readRequestOf, poolStores } from './readRequest.js';
 import { submitRecords } from '../domain/records/submitRecords.js';
 import { inTransaction } from '../db/stores.js';
 import { authenticated, keyActor, keyWriteAccess } from './authenticated.js';
-import { answerOnce } from './idempotency.js';
+import { answerOnce, asKept } from './idempotency.js';
 import { toRecordsResultDto } from './presenters/recordResults.js';
 import type { OperationHandler } from './types.js';
 
@@ -20,7 +20,7 @@ export const submitFormRecords: OperationHandler<'submitFormRecords'> = async (c
       source: 'api',
     });
     return { status: 200 as const, body: toRecordsResultDto(outcomes, ctx.state.lang) };
-  }));
+  }, asKept));
 };
 
 /** GET /studies/{study_code}/records: a page of saved forms, for full and incremental loads. */

@@ -229,6 +229,24 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
     expect((await list({ subject })).body.imports.map((i) => i.counts)).to.deep.equal([full.counts]);
   });
 
+  it('shows a blinded key no audit row of an import that holds the unblinded team\'s items, whose counts would tell them', async () => {
+    const { id, subject } = await sent();
+    const full = await readBack(id);
+    const blinded = await readBack(id, blindedKey);
+    type Trail = AnswerOf<'listAuditTrail', 200>;
+    const importRows = async (key: string) => (await app.call<Trail>('GET', `/api/v1/studies/${world.code}/audit?subject=${subject}`, { key })).body.audit
+      .filter((r) => r.action.startsWith('fhir.import_'));
+    const unblindedRows = await importRows(world.key);
+    expect(unblindedRows.map((r) => [r.action, r.details.counts])).to.deep.equal([['fhir.import_proposed', full.counts]]);
+    // The counts of that row count the hidden lab values: a blinded key would learn how many there are and how many conflict.
+    expect(full.counts).to.not.deep.equal(blinded.counts);
+    expect(await importRows(blindedKey)).to.deep.equal([]);
+    // An import of the blinded key's own holds no hidden item: its row is shown.
+    const own = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `${base()}?subject=${subject}`, { key: blindedKey, raw: BUSTER, contentType: 'application/fhir+json' });
+    expect(own.status, JSON.stringify(own.body).slice(0, 400)).to.equal(201);
+    expect((await importRows(blindedKey)).map((r) => [r.action, r.details.number, r.details.counts])).to.deep.equal([['fhir.import_proposed', own.body.number, own.body.counts]]);
+  });
+
   it('makes a blinded key sending again a file that still waits an import of its own: no unblinded team\'s item nor saved value', async () => {
     // The unblinded team's haematology is saved, so the unblinded key's import holds its saved values beside the file's.
     const { subject, id, items } = await sent('review', [VITAL_SIGNS, { visit: 'screening', form: 'lab_hem', values: { hgb: '9.9', wbc: '9.99', plt: '999', hct: '33.3' } }]);

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { XMLParser } from 'fast-xml-parser';
+import type { AnswerOf } from '../helpers/answerTypes.js';
 import { createExportWorld, recordsRead, type ExportWorld } from '../helpers/exportWorld.js';
+import { makeKey } from '../helpers/factories.js';
 import { only, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
 
@@ -175,6 +177,26 @@ describe('ODM 1.3.2 export (exportOdm)', () => {
     const auditId = Number(String(audit.SourceID).split('/')[1]);
     const row = present(await app.db.knex('audit_events').where({ id: auditId }).first<{ field_code: string; new_value: string } | undefined>(), `audit event ${auditId}`);
     expect([row.field_code, row.new_value]).to.deep.equal(['hr', '82']);
+  });
+
+  it('gives a value the audit record of its own change with audit=true, never that of a later step on a query about it', async () => {
+    // sbp 232 opened an automatic query on the field; a second key answers it after the value was saved.
+    const queries = await app.call<AnswerOf<'listQueries', 200>>('GET', `${base}/queries?form=vs&visit=screening`, { key: world.key });
+    const query = present(queries.body.queries.find((q) => q.field === 'sbp' && q.status === 'open'), 'the open query on sbp');
+    const answerer = await makeKey(app.db.knex, { study: code, by: world.manager, name: 'Query desk' });
+    const answered = await app.call('POST', `${base}/queries/${query.id}/answers`, { key: answerer.key, body: { text: 'Confirmed against the source document.' } });
+    expect(answered.status, JSON.stringify(answered.body)).to.equal(201);
+
+    const odm = parse((await app.call('GET', `${base}/odm?content=data&audit=true`, { key: world.key })).body as string);
+    const users = new Map(adminData(odm).User.map((u) => [u.OID, u.FullName]));
+    const subject = present(clinicalData(odm).SubjectData.find((s) => s.SubjectKey === query.subject), `the subject ${query.subject}`);
+    const sbp = present(subject.StudyEventData.flatMap((e) => e.FormData.flatMap((f) => f.ItemGroupData.flatMap((g) => g.ItemData ?? [])))
+      .find((i) => i.ItemOID === 'IT.VS.SBP' && String(i.Value) === '232'), 'the sbp item of 232');
+    const audit = present(sbp.AuditRecord, 'the audit record of the sbp item');
+    expect(users.get(audit.UserRef.UserOID)).to.equal('Test system (API)');
+    const auditId = Number(String(audit.SourceID).split('/')[1]);
+    const row = present(await app.db.knex('audit_events').where({ id: auditId }).first<{ action: string; field_code: string; new_value: string } | undefined>(), `audit event ${auditId}`);
+    expect([row.action, row.field_code, row.new_value]).to.deep.equal(['record.value_set', 'sbp', '232']);
   });
 
   it('shows a blinded key no unblinded-team form and a one-site key no other site', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isDomainError } from '../../src/domain/errors.js';
+import { DomainError, isDomainError } from '../../src/domain/errors.js';
 import { onceForKey } from '../../src/domain/idempotency/onceForKey.js';
 import { requestFingerprint } from '../../src/domain/idempotency/requestFingerprint.js';
 import type { IdempotencyKeyStore, IdempotencyScope } from '../../src/domain/stores.js';
@@ -48,22 +48,33 @@ describe('idempotency: requestFingerprint', () => {
 
 describe('idempotency: onceForKey', () => {
   const scope = { apiKeyId: 1, operation: 'createPatient', key: 'k-1' };
+  const asKept = <T>(kept: T) => Promise.resolve(kept);
 
   it('runs the write once and replays its kept result for the same request', async () => {
     const store = fakeStore();
     let runs = 0;
     const run = () => Promise.resolve({ status: 201, body: { subject: `01-00${++runs}` } });
-    expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: false });
-    expect(await onceForKey(store, scope, { site: '01' }, run)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: true });
+    expect(await onceForKey(store, scope, { site: '01' }, run, asKept)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: false });
+    expect(await onceForKey(store, scope, { site: '01' }, run, asKept)).to.deep.equal({ result: { status: 201, body: { subject: '01-001' } }, replayed: true });
     expect(runs).to.equal(1);
   });
 
   it('refuses another request under a used key with idempotency_key_reused, without running it', async () => {
     const store = fakeStore();
-    await onceForKey(store, scope, { site: '01' }, () => Promise.resolve('first'));
+    await onceForKey(store, scope, { site: '01' }, () => Promise.resolve('first'), asKept);
     let ran = false;
-    const refused = await onceForKey(store, scope, { site: '02' }, () => { ran = true; return Promise.resolve('second'); }).catch((e: unknown) => e);
+    const refused = await onceForKey(store, scope, { site: '02' }, () => { ran = true; return Promise.resolve('second'); }, asKept).catch((e: unknown) => e);
     expect(isDomainError(refused) && refused.code).to.equal('idempotency_key_reused');
     expect(ran).to.equal(false);
+  });
+
+  it('replays the kept result as `seen` gives it, and refuses the replay with what `seen` throws, without running the write', async () => {
+    const store = fakeStore();
+    await onceForKey(store, scope, { site: '01' }, () => Promise.resolve({ items: ['shown', 'hidden'] }), asKept);
+    const failing = (): Promise<{ items: string[] }> => Promise.reject(new Error('ran again'));
+    const shown = await onceForKey(store, scope, { site: '01' }, failing, (kept) => Promise.resolve({ items: kept.items.filter((i) => i !== 'hidden') }));
+    expect(shown).to.deep.equal({ result: { items: ['shown'] }, replayed: true });
+    const refused = await onceForKey(store, scope, { site: '01' }, failing, () => Promise.reject(new DomainError('unknown_subject'))).catch((e: unknown) => e);
+    expect(isDomainError(refused) && refused.code).to.equal('unknown_subject');
   });
 });

@@ -282,8 +282,11 @@ export interface paths {
          *
          *     The key sees the rows about patients it may see, as in the other read calls: patients of its sites who
          *     did not withdraw consent to the use of their data, and rows about forms of the unblinded team only if
-         *     the manager who made the key is unblinded. Rows that concern no patient (keys, people, study settings)
-         *     and rows that would show a patient's hospital identifiers are not returned.
+         *     the manager who made the key is unblinded. For such a key that also means no row about a FHIR import as
+         *     a whole (`fhir.import_*`) when the import holds an item on a form of the unblinded team: its details
+         *     count those items and name the ones decided, and `getFhirImport` recounts without them. Rows that
+         *     concern no patient (keys, people, study settings) and rows that would show a patient's hospital
+         *     identifiers are not returned.
          *
          *     Each row carries its `hash` in the study's hash chain and `previous_hash`, the hash of the row before
          *     it in the whole chain, which the key may or may not see. Each row's hash can be recomputed from the

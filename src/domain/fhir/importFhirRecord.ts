@@ -17,6 +17,7 @@ import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportIte
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
 import { mapToEcrf } from './mapToEcrf.js';
+import { patientForKey } from './patientForKey.js';
 import { checkPatientIdentity } from './patientIdentity.js';
 import { validateR4 } from './validateR4.js';
 
@@ -81,8 +82,7 @@ export async function importFhirRecord(
   input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
   if (study.locked) throw new DomainError('study_locked');
-  const [patient] = await stores.patients.findBySubjects(study.id, [input.subject]);
-  if (!patient || !key.siteIds.includes(patient.siteId)) throw new DomainError('unknown_subject', { subject: input.subject });
+  const patient = await patientForKey(stores.patients, key, study, input.subject);
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: input.subject });
   validateR4(input.entries);
   const identity = checkPatientIdentity(input.entries, {

@@ -25,6 +25,14 @@ export const AUDIT_ACTIONS_FOR_KEYS = [
 ] as const;
 
 /**
+ * The actions about a FHIR import as a whole. Their details count the import's items and name the positions
+ * a decision saved, kept and left out, those on the unblinded team's forms included, and the hash chain
+ * keeps them as written: a key whose maker is blinded gets no such row of an import that holds an item on
+ * a form hidden from it (src/db/auditReads.ts), as the FHIR reads recount what they show (importReads.ts).
+ */
+export const FHIR_IMPORT_ACTIONS = ['fhir.import_proposed', 'fhir.import_saved', 'fhir.import_confirmed', 'fhir.import_rejected'] as const;
+
+/**
  * An audit row as the audit read returns it: what a person reads, plus every member its chain hash
  * covers (src/domain/auditChain.ts), so a sponsor recomputes the hash from the row alone.
  */
