@@ -47,7 +47,7 @@ migrate: build
 
 run: build
 	@set -o pipefail; node bin/sdx.js demo --json | node dist/scripts/printDemo.js
-	node dist/src/server.js
+	node --max-semi-space-size=16 --heap-growing-percent=100 dist/src/server.js
 
 test: gen-check lint test-suites test-browser
 

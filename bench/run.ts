@@ -11,6 +11,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../src/serviceNodeFlags.js';
 import { bulkRead } from './bulkRead.js';
 import { fhirImport } from './fhirImport.js';
 import { integrators } from './integrators.js';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   const db = await openBenchDatabase();
   const ctx = createContext({ db, dist, profileDir, repetitions: Math.max(1, Number(process.env.BENCH_REPS ?? 9)) });
   ctx.log(`database: ${db.where}`);
-  ctx.log(`service: node ${path.relative(process.cwd(), dist)}/src/server.js (compiled JavaScript, NODE_ENV unset, response validation off)`);
+  ctx.log(`service: node ${SERVICE_NODE_FLAGS.join(' ')} ${path.relative(process.cwd(), dist)}/src/server.js (compiled JavaScript, NODE_ENV unset, response validation off)`);
   const results: ScenarioResult[] = [];
   try {
     for (const name of only) {
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
     generated_at: new Date().toISOString(),
     duration_s: Math.round((Date.now() - started) / 1000),
     database: db.where,
-    service: `node ${path.relative(process.cwd(), dist)}/src/server.js, NODE_ENV unset, VALIDATE_RESPONSES unset (response validation off), RATE_LIMIT_PER_MINUTE 600`,
+    service: `node ${SERVICE_NODE_FLAGS.join(' ')} ${path.relative(process.cwd(), dist)}/src/server.js, NODE_ENV unset, VALIDATE_RESPONSES unset (response validation off), RATE_LIMIT_PER_MINUTE 600`,
     machine,
     results,
   };

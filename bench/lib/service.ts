@@ -1,6 +1,6 @@
 /**
  * The service under test, run as in production: the compiled JavaScript (`make build` → dist/) started
- * with plain `node dist/src/server.js`, no TypeScript loader, no NODE_ENV=test and no response
+ * with `node <SERVICE_NODE_FLAGS> dist/src/server.js`, no TypeScript loader, no NODE_ENV=test and no response
  * validation. Each scenario starts its own processes, so one scenario's peak memory or warm caches
  * never show in another's numbers.
  */
@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
+import { SERVICE_NODE_FLAGS } from '../../src/serviceNodeFlags.js';
 
 export interface RunningProcess {
   name: string;
@@ -103,11 +104,11 @@ export async function startProcess(name: string, args: string[], env: NodeJS.Pro
   return running;
 }
 
-/** `node <dist>/src/server.js` on its own port over the bench database. */
+/** `node <SERVICE_NODE_FLAGS> <dist>/src/server.js` on its own port over the bench database. */
 export function startService(options: ServiceOptions): Promise<RunningProcess> {
   const args = options.profileDir
     ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
     : [];
-  args.push(path.join(options.dist, 'src', 'server.js'));
+  args.push(...SERVICE_NODE_FLAGS, path.join(options.dist, 'src', 'server.js'));
   return startProcess(options.name, args, serviceEnv(options), /sdx listening/, `http://127.0.0.1:${options.port}`);
 }
