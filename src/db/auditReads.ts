@@ -9,14 +9,6 @@ interface AuditPageRecord extends AuditEventRecord {
 }
 
 /**
- * Not a row about a FHIR import that holds an item on a hidden form; the bindings are the import actions and
- * the hidden form ids. The import is the one the row's details name (`import_id`).
- */
-const HIDES_NO_IMPORT_ITEM = `not (a.action = any(?::text[]) and exists (
-  select 1 from fhir_imports fi cross join json_array_elements(fi.items) as e(item) join forms fo on fo.code = e.item->>'form'
-  where fi.id = (a.details->>'import_id')::int and fo.study_id = a.study_id and fo.id = any(?::int[])))`;
-
-/**
  * The audit read's queries (issue 22.3). A page is one keyset query over the study's rows in id order
  * (the `(study_id, id)` index), with the read calls' visibility rules in the SQL: the patient's site
  * among the key's, no patient who withdrew consent to data use, no row about a hidden form's record.
@@ -37,8 +29,15 @@ export function auditReadStore(db: Knex): AuditReadStore {
       // consent, imports) stay, and only a hidden form's records are left out.
       if (filters.visitId !== undefined || filters.formId !== undefined) formAndVisit(q, scope, filters, 'r');
       else if (scope.hiddenFormIds.length > 0) q.where((w) => { w.whereNull('a.record_id').orWhereNotIn('r.form_id', scope.hiddenFormIds); });
-      // A row about a whole FHIR import counts its items and names the positions decided, hidden ones included.
-      if (scope.hiddenFormIds.length > 0) q.whereRaw(HIDES_NO_IMPORT_ITEM, [[...FHIR_IMPORT_ACTIONS], scope.hiddenFormIds]);
+      // A row about a whole FHIR import counts its items and names the positions decided, hidden ones included:
+      // none about an import holding an item on an unblinded-team form (`fhir_imports.unblinded_team_items`),
+      // the one its details name (`import_id`).
+      if (scope.hiddenFormIds.length > 0) {
+        q.leftJoin('fhir_imports as hidden_import', (on) => {
+          on.on(db.raw('hidden_import.id = (a.details->>\'import_id\')::int')).andOnVal('hidden_import.unblinded_team_items', true)
+            .andOnIn('a.action', [...FHIR_IMPORT_ACTIONS]);
+        }).whereNull('hidden_import.id');
+      }
       const rows = await keyset(q, 'a.id', page, 'a.at');
       const positions = await chainPositions(db, scope.studyId, rows.map((r) => r.id));
       return rows.map((r) => ({

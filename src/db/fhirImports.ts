@@ -29,6 +29,7 @@ export function fhirImportStore(db: Knex): FhirImportStore {
       const { id } = returnedRow(await db(TABLE).insert({
         study_id: row.studyId, patient_id: row.patientId, number: row.number, mode: row.mode, status: row.status,
         api_key_id: row.apiKeyId, counts: JSON.stringify(row.counts), fhir_identity: JSON.stringify(row.fhirIdentity), content_hash: row.contentHash,
+        unblinded_team_items: row.unblindedTeamItems,
         items: db.raw('?::json', [jsonParameter(items)]),
       }).returning<{ id: number }[]>('id'));
       return id;

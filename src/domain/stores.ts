@@ -385,8 +385,11 @@ export interface ItemChange {
 export interface FhirImportStore {
   /** The patient's next import number, taken under a lock on the patient so concurrent imports get distinct numbers. */
   nextNumber(patientId: number): Promise<number>;
-  /** `contentHash` is the SHA-256 of the file's resources (see `fhirContentHash`). */
-  insert(row: Omit<FhirImport, 'id'> & { studyId: number; apiKeyId: number | null; contentHash: string }, items: FhirImportItem[]): Promise<number>;
+  /**
+   * `contentHash` is the SHA-256 of the file's resources (see `fhirContentHash`); `unblindedTeamItems`, whether an
+   * item is on a form hidden from blinded people (the audit read keeps the import's rows from them then).
+   */
+  insert(row: Omit<FhirImport, 'id'> & { studyId: number; apiKeyId: number | null; contentHash: string; unblindedTeamItems: boolean }, items: FhirImportItem[]): Promise<number>;
   /**
    * The patient's import of that mode and content still waiting for review, if any. Takes the lock on
    * the patient first, as `nextNumber` does, so that the same file sent twice at once is imported once.

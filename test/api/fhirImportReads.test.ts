@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { recordConsent } from '../../src/domain/patients/recordConsent.js';
 import { countItems } from '../../src/domain/fhir/fhirImportItem.js';
 import { inTransaction } from '../../src/db/stores.js';
+import { up as backfillUnblindedTeamItems } from '../../src/db/migrations/20261126100100_backfill_unblinded_team_items.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { addPerson, demoDesign, giveConsent, makeKey, operator } from '../helpers/factories.js';
 import { at, present } from '../helpers/only.js';
@@ -245,6 +246,12 @@ describe('FHIR import outcomes (listFhirImports, getFhirImport)', () => {
     const own = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `${base()}?subject=${subject}`, { key: blindedKey, raw: BUSTER, contentType: 'application/fhir+json' });
     expect(own.status, JSON.stringify(own.body).slice(0, 400)).to.equal(201);
     expect((await importRows(blindedKey)).map((r) => [r.action, r.details.number, r.details.counts])).to.deep.equal([['fhir.import_proposed', own.body.number, own.body.counts]]);
+    // The import says when it is made whether it holds such an item; the migration said it of the imports made before.
+    const flags = () => app.db.knex('fhir_imports as i').join('patients as p', 'p.id', 'i.patient_id').where('p.subject', subject).orderBy('i.number').pluck<boolean[]>('i.unblinded_team_items');
+    expect(await flags()).to.deep.equal([true, false]);
+    await app.db.knex('fhir_imports').update({ unblinded_team_items: false });
+    await backfillUnblindedTeamItems(app.db.knex);
+    expect(await flags()).to.deep.equal([true, false]);
   });
 
   it('makes a blinded key sending again a file that still waits an import of its own: no unblinded team\'s item nor saved value', async () => {

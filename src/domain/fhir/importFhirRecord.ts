@@ -129,8 +129,13 @@ export async function importFhirRecord(
   // A tie is skipped, so save mode saved nothing for it, but it waits for the site team's pick.
   const status = items.some(waitsForDecision) ? 'proposed' : 'saved';
   const number = await stores.fhirImports.nextNumber(patient.id);
+  // The forms hidden from blinded people: an import with items on them is kept out of their audit read.
+  const unblindedTeamForms = hiddenFormCodes(study, false);
   const id = await stores.fhirImports.insert(
-    { studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers, contentHash },
+    {
+      studyId: study.id, patientId: patient.id, apiKeyId: key.keyId, number, mode: input.mode, status, counts: { ...counts }, fhirIdentity: identity.identifiers, contentHash,
+      unblindedTeamItems: items.some((item) => item.form !== null && unblindedTeamForms.has(item.form)),
+    },
     items,
   );
   const actor: Actor = { kind: 'api_key', keyId: key.keyId, keyName: key.keyName, makerId: key.makerId };
