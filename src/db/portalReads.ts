@@ -33,11 +33,14 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .select<StaffStudy[]>('s.code', 's.name', db.raw('array_agg(r.role order by r.role) as roles'));
       return rows.map((r) => ({ code: r.code, name: r.name, roles: r.roles }));
     },
-    async patientsAt(studyId, siteIds, hiddenFormIds, page) {
+    async patientsAt(studyId, sites, page) {
+      // One row per listed site with its hidden forms: joining it keeps the patients of those sites and
+      // gives each patient the hidden forms of its own site.
+      const listed = JSON.stringify(sites.map((s) => ({ site_id: s.siteId, hidden_form_ids: s.hiddenFormIds })));
       const q = db('patients as p')
         .join('sites as s', 's.id', 'p.site_id')
+        .joinRaw('join jsonb_to_recordset(?::jsonb) as listed(site_id int, hidden_form_ids int[]) on listed.site_id = p.site_id', [listed])
         .where('p.study_id', studyId)
-        .whereIn('p.site_id', siteIds)
         .orderBy('p.subject')
         .limit(page.limit);
       if (page.contains) q.whereILike('p.subject', `%${page.contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
@@ -46,7 +49,7 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         .select<SitePatientRow[]>(
           'p.subject', 's.number as site', 'p.status', 'p.enrolled_on',
           db.raw(`(select count(*)::int from queries q join records r on r.id = q.record_id
-            where q.patient_id = p.id and q.status in ('open', 'answered') and not (r.form_id = any(?::int[]))) as open_queries`, [hiddenFormIds]),
+            where q.patient_id = p.id and q.status in ('open', 'answered') and not (r.form_id = any(listed.hidden_form_ids))) as open_queries`),
           db.raw(`(select count(*)::int from fhir_imports f where f.patient_id = p.id and f.status = 'proposed') as proposed_imports`),
         );
       return rows.map((r) => ({

@@ -21,9 +21,16 @@ export async function addStaff(knex: Knex, email: string, role?: StaffRole, name
   return inTransaction(knex, async (s) => {
     const { user } = await addUser(s.people, { email, name });
     await s.people.updateUser(user.id, { passwordHash: FAST_HASH });
-    if (role) {
-      await grantRole(s, operator, { study: role.study, email, role: role.role, canExport: role.canExport ?? false, unblinded: role.unblinded ?? false, sites: role.sites });
-    }
+    if (role) await grantStaffRole(s, email, role);
     return user.id;
   });
+}
+
+/** Gives a person one more study role (a person may hold a manager and a site-staff role at once). */
+export async function addRole(knex: Knex, email: string, role: StaffRole): Promise<void> {
+  await inTransaction(knex, (s) => grantStaffRole(s, email, role));
+}
+
+function grantStaffRole(s: Parameters<typeof grantRole>[0], email: string, role: StaffRole) {
+  return grantRole(s, operator, { study: role.study, email, role: role.role, canExport: role.canExport ?? false, unblinded: role.unblinded ?? false, sites: role.sites });
 }

@@ -28,10 +28,12 @@
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
  *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
- * - Blinding: a person who is not unblinded is not shown the items on forms of the unblinded team, so may
- *   not end an import while any of them still waits (a `new` item, a conflict or a tie): either decision is
- *   final, and would leave those values untaken by nobody who saw them. It is refused with
- *   `import_needs_unblinded_team`, and a member of the unblinded team decides the import.
+ * - Blinding: a person who is not unblinded at the patient's site (no role of theirs covering that site is
+ *   unblinded, `unblindedFor`; an unblinded role at another site does not count) is not shown the items on
+ *   forms of the unblinded team, so may not end an import while any of them still waits (a `new` item, a
+ *   conflict or a tie): either decision is final, and would leave those values untaken by nobody who saw
+ *   them. It is refused with `import_needs_unblinded_team`, and a member of the unblinded team decides the
+ *   import.
  * - Afterwards the saved items are `saved` and the others keep their state (`new`, `conflict`), which in
  *   a confirmed import means "not taken". A picked tie is stored with the value it saved and `picked`, the
  *   resource of its candidate, so the import says what was saved and from which observation; the counts are recounted from the states. The import records
@@ -47,7 +49,8 @@ import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
-import { submitRecords, type RecordOutcome } from '../records/submitRecords.js';
+import { staffAccessOf, unblindedFor } from '../people/staffAccess.js';
+import { submitRecords, type RecordOutcome, type WriteAccess } from '../records/submitRecords.js';
 import type {
   AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, Study, StudyStore,
   User, WebhookStore,
@@ -93,18 +96,22 @@ export interface DecisionResult {
   outcomes: RecordOutcome[];
 }
 
-/** The import, the patient and the person's roles covering the patient's site, or a refusal. */
+/**
+ * The import, the patient and what the person may write for that patient (the patient's site, and the
+ * unblinded team's forms when the person is unblinded there, see `unblindedFor`), or a refusal.
+ */
 async function openDecision(stores: Stores, person: Person, ref: ImportRef) {
   const study = await requireStudy(stores.studies, ref.study);
   const [patient] = await stores.patients.findBySubjects(study.id, [ref.subject]);
-  const roles = (await stores.people.roles(study.id, person.id)).filter((r) => patient && r.siteIds.includes(patient.siteId));
-  if (!patient || roles.length === 0) throw new DomainError('import_decision_not_allowed', { subject: ref.subject, study: study.code });
+  const access = staffAccessOf(study, person.id, await stores.people.roles(study.id, person.id));
+  if (!patient || !access.siteIds.includes(patient.siteId)) throw new DomainError('import_decision_not_allowed', { subject: ref.subject, study: study.code });
   const found = await stores.fhirImports.findForDecision(patient.id, ref.number);
   if (!found) throw new DomainError('import_not_found', { subject: patient.subject, number: ref.number });
   if (found.status !== 'proposed') throw new DomainError('import_already_decided', { subject: patient.subject, number: found.number, status: found.status });
-  const unseen = roles.some((r) => r.unblinded) ? 0 : waitingOnHiddenForms(study, found.items);
+  const writeAccess: WriteAccess = { siteIds: [patient.siteId], unblinded: unblindedFor(access, patient.siteId) };
+  const unseen = writeAccess.unblinded ? 0 : waitingOnHiddenForms(study, found.items);
   if (unseen > 0) throw new DomainError('import_needs_unblinded_team', { subject: patient.subject, number: found.number, count: unseen });
-  return { study, patient, roles, found };
+  return { study, patient, writeAccess, found };
 }
 
 /** How many items still wait for a decision on forms hidden from a person who is not unblinded. */
@@ -133,7 +140,7 @@ export async function confirmImport(
   person: Person,
   input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>>; reason?: string },
 ): Promise<DecisionResult> {
-  const { study, patient, roles, found } = await openDecision(stores, person, input);
+  const { study, patient, writeAccess, found } = await openDecision(stores, person, input);
   if (study.locked) throw new DomainError('study_locked');
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: patient.subject });
   const identity = identityToLink(patient, found);
@@ -159,8 +166,7 @@ export async function confirmImport(
   // its first save, so the trail is where a reader tells FHIR values from typed ones.
   const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'fhir_review', importNumber: found.number };
   const records = itemRecords(patient.subject, chosenItems, toSave, locked);
-  const access = { siteIds: [...new Set(roles.flatMap((r) => r.siteIds))], unblinded: roles.some((r) => r.unblinded) };
-  const outcomes = await submitRecords(stores, actor, access, study, records.map((r) => ({ ...r.input, reason: input.reason })), { validateOnly: false, source: 'fhir' });
+  const outcomes = await submitRecords(stores, actor, writeAccess, study, records.map((r) => ({ ...r.input, reason: input.reason })), { validateOnly: false, source: 'fhir' });
   const unexplained = outcomes.filter((o) => o.code === 'reason_required');
   if (unexplained.length > 0) {
     throw new DomainError('import_reason_required', { subject: patient.subject, number: found.number, fields: unexplained.map((o) => o.params.fields).join(', ') });

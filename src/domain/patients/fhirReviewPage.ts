@@ -3,7 +3,7 @@ import { tableOf } from '../fhir/cellField.js';
 import type { FhirImportItem } from '../fhir/fhirImportItem.js';
 import { itemPlacements, type ItemPlacement } from '../fhir/itemPlacement.js';
 import { currentRecords, savedAt } from '../fhir/itemRecords.js';
-import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
+import { requirePatient, unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import type { FhirImportStore, PatientStore, RecordStore, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
@@ -42,7 +42,8 @@ export interface ImportReview {
 /**
  * The review page of a patient's FHIR import (issue 7, point 4), for the site team of the patient's
  * site and managers. Reads only; the decision itself is `confirmImport` / `rejectImport`. Items on
- * forms hidden from a blinded person are left off the page and so cannot be chosen.
+ * forms hidden from a person blinded at the patient's site (`unblindedFor`) are left off the page and so
+ * cannot be chosen.
  */
 export async function importReview(
   stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; fhirImports: FhirImportStore; portalReads: PatientCardStore },
@@ -71,6 +72,7 @@ export async function importReview(
     return col ? `${field.label} — ${col.label}` : field.label;
   };
 
+  const unblinded = unblindedFor(access, patient.siteId);
   const placements = itemPlacements(found.items, design, patient.enrolledOn);
   const groups = new Map<string, ReviewGroup>();
   const unplaced: ReviewItem[] = [];
@@ -78,7 +80,7 @@ export async function importReview(
   let hiddenItems = 0;
   found.items.forEach((item, position) => {
     const form = item.form ? forms.get(item.form) : undefined;
-    if (form && formHidden(study, form, access.unblinded)) { hiddenItems++; return; }
+    if (form && formHidden(study, form, unblinded)) { hiddenItems++; return; }
     const now = item.visit && item.form && item.field ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, item.row) : null;
     const pending = item.state === 'new' || item.state === 'conflict';
     const rowKey = `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field === null ? undefined : tableOf(item.field)}|${item.row}`;

@@ -1,7 +1,7 @@
 import type { Consent, Patient, PatientStore, RecordStore, Site, StoredRecord, StudyStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
-import { requirePatient, type StaffAccess } from '../people/staffAccess.js';
+import { requirePatient, unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import { displayUnit } from '../studyDesign/displayUnit.js';
 import { auditValueView, type AuditValueView } from './auditValues.js';
 import { auditValueKind } from '../records/notDoneText.js';
@@ -96,7 +96,8 @@ function formView(form: FormDef, record: StoredRecord | undefined): FormView {
 /**
  * A patient's card for site staff of the patient's site and managers (issue 7): the forms of each
  * visit with their values, open queries, the audit trail and the FHIR imports. Forms of the
- * unblinded team are left out for a blinded person, and so are their queries and audit entries.
+ * unblinded team are left out for a person blinded at the patient's site (`unblindedFor`), and so are
+ * their queries and audit entries.
  */
 export async function patientCard(
   stores: { studies: StudyStore; patients: PatientStore; records: RecordStore; portalReads: PatientCardStore },
@@ -108,8 +109,9 @@ export async function patientCard(
   const [sites, ids, records, consent] = await Promise.all([
     stores.studies.sites(study), stores.studies.designIds(study), stores.records.forPatient(patient.id), stores.patients.latestConsent(patient.id),
   ]);
-  const visible = study.design.forms.filter((f) => !formHidden(study, f, access.unblinded));
-  const hiddenFormIds = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);
+  const unblinded = unblindedFor(access, patient.siteId);
+  const visible = study.design.forms.filter((f) => !formHidden(study, f, unblinded));
+  const hiddenFormIds = study.design.forms.filter((f) => formHidden(study, f, unblinded)).map((f) => ids.forms.get(f.code)!);
   const byPlace = new Map(records.map((r) => [`${r.visitId}|${r.instance}|${r.formId}`, r]));
   const visits: VisitView[] = study.design.visits.flatMap((visit) => {
     const visitId = ids.visits.get(visit.code)!;

@@ -1,6 +1,6 @@
-import type { StaffAccess } from '../people/staffAccess.js';
+import { unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import type { StudyStore } from '../stores.js';
-import { formHidden } from '../studies/designForKey.js';
+import { hiddenFormCodes } from '../studies/designForKey.js';
 
 /** One line of a study's patient list in the portal. */
 export interface SitePatient {
@@ -22,9 +22,15 @@ const LONGEST_SEARCH = 100;
 /** Which part of the list: subjects containing `search` (any case), after the subject `after`. */
 export interface PatientListRequest { search?: string; after?: string }
 
+/** A site whose patients are listed, with the forms whose queries its patients' lines leave out. */
+export interface ListedSite { siteId: number; hiddenFormIds: number[] }
+
 export interface SitePatientsStore {
-  /** In subject order, at most `limit`, subjects containing `contains` (any case) and after `after`. */
-  patientsAt(studyId: number, siteIds: number[], hiddenFormIds: number[], page: { contains?: string; after?: string; limit: number }): Promise<SitePatient[]>;
+  /**
+   * The patients of those sites in subject order, at most `limit`, subjects containing `contains` (any
+   * case) and after `after`; each line counts no query on a form hidden at the patient's own site.
+   */
+  patientsAt(studyId: number, sites: ListedSite[], page: { contains?: string; after?: string; limit: number }): Promise<SitePatient[]>;
 }
 
 /**
@@ -39,9 +45,13 @@ export async function sitePatients(
 ): Promise<{ patients: SitePatient[]; search: string; next: string | null }> {
   const study = access.study;
   const ids = await stores.studies.designIds(study);
-  const hidden = study.design.forms.filter((f) => formHidden(study, f, access.unblinded)).map((f) => ids.forms.get(f.code)!);
+  // Blinding is decided per site (a person may be unblinded at one site and blinded at another), so each
+  // patient's line leaves out what is hidden at that patient's site.
+  const sites = access.siteIds.map((siteId) => ({
+    siteId, hiddenFormIds: [...hiddenFormCodes(study, unblindedFor(access, siteId))].map((code) => ids.forms.get(code)!),
+  }));
   const search = (request.search ?? '').trim().slice(0, LONGEST_SEARCH);
-  const rows = await stores.portalReads.patientsAt(study.id, access.siteIds, hidden, {
+  const rows = await stores.portalReads.patientsAt(study.id, sites, {
     contains: search || undefined, after: request.after || undefined, limit: PATIENTS_PER_PAGE + 1,
   });
   const patients = rows.slice(0, PATIENTS_PER_PAGE);
