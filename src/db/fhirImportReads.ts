@@ -12,12 +12,18 @@ import { keyset, visible } from './readPages.js';
 /** An import changes when it is made and once more when it is decided; both times are the writing transaction's start. */
 const UPDATED_AT = 'coalesce(f.decided_at, f.created_at)';
 
-/** The counts of the items the key may see; `?` is the key's hidden form ids. */
-const VISIBLE_COUNTS = `(select json_build_object('values', count(*) filter (where e.item->>'state' <> 'skipped'),
+/**
+ * The counts of an import's items that a reader who may not see some forms is shown, as `countItems` counts
+ * them: SQL over the import row `alias`, whose `?` binds the hidden form ids. The API's read calls and the
+ * portal's patient card use it alike.
+ */
+export function visibleCountsSql(alias: string): string {
+  return `(select json_build_object('values', count(*) filter (where e.item->>'state' <> 'skipped'),
     'conflicts', count(*) filter (where e.item->>'state' = 'conflict'), 'same', count(*) filter (where e.item->>'state' = 'same'),
     'skipped', count(*) filter (where e.item->>'state' = 'skipped'), 'saved', count(*) filter (where e.item->>'state' = 'saved'))
-  from json_array_elements(f.items) as e(item)
-  where e.item->>'form' is null or e.item->>'form' not in (select fo.code from forms fo where fo.id = any(?::int[]))) as counts`;
+  from json_array_elements(${alias}.items) as e(item)
+  where e.item->>'form' is null or e.item->>'form' not in (select fo.code from forms fo where fo.id = any(?::int[])))`;
+}
 
 /** An import as importsQuery reads it; `items` only when asked for. */
 interface FhirImportReadRecord extends Pick<FhirImportReadRow, 'id' | 'subject' | 'site' | 'number' | 'mode' | 'status' | 'counts'> {
@@ -33,7 +39,7 @@ function importsQuery(db: Knex, scope: ReadScope, filters: ReadFilters, withItem
       db.raw(`case when f.status = 'saved' then k.name || ' (API)' else u.name end as decided_by`),
       db.raw(`${UPDATED_AT} as updated_at`));
   if (withItems) q.select('f.items', 'f.counts');
-  else if (scope.hiddenFormIds.length > 0) q.select(db.raw(VISIBLE_COUNTS, [scope.hiddenFormIds]));
+  else if (scope.hiddenFormIds.length > 0) q.select(db.raw(`${visibleCountsSql('f')} as counts`, [scope.hiddenFormIds]));
   else q.select('f.counts');
   if (filters.status !== undefined) q.where('f.status', filters.status);
   return q;

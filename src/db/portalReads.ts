@@ -3,6 +3,7 @@ import type { PatientCardStore } from '../domain/patients/patientCard.js';
 import type { SitePatientsStore } from '../domain/patients/sitePatients.js';
 import type { StaffStudiesStore, StaffStudy } from '../domain/people/staffStudies.js';
 import type { SitePatient } from '../domain/patients/sitePatients.js';
+import { visibleCountsSql } from './fhirImportReads.js';
 
 interface SitePatientRow { subject: string; site: string; status: SitePatient['status']; enrolled_on: string; open_queries: number; proposed_imports: number }
 interface OpenQueryRow {
@@ -89,13 +90,15 @@ export function portalReadStore(db: Knex): PatientCardStore & SitePatientsStore 
         form: r.form ?? null, field: r.field_code, oldValue: r.old_value, newValue: r.new_value, details: r.details,
       }));
     },
-    async fhirImports(patientId) {
+    async fhirImports(patientId, hiddenFormIds) {
+      // The stored counts count every item: recounted without the hidden forms' for a person who may not see them.
+      const counts = hiddenFormIds.length > 0 ? db.raw(`${visibleCountsSql('i')} as counts`, [hiddenFormIds]) : 'i.counts';
       const rows = await db('fhir_imports as i')
         .leftJoin('api_keys as k', 'k.id', 'i.api_key_id')
         .leftJoin('users as u', 'u.id', 'i.decided_by')
         .where('i.patient_id', patientId)
         .orderBy('i.number', 'desc')
-        .select<FhirImportSummaryRow[]>('i.number', 'i.created_at', 'i.mode', 'i.status', 'i.counts', 'k.name as key_name', 'i.decided_at', 'u.name as decided_by');
+        .select<FhirImportSummaryRow[]>('i.number', 'i.created_at', 'i.mode', 'i.status', counts, 'k.name as key_name', 'i.decided_at', 'u.name as decided_by');
       return rows.map((r) => ({
         number: r.number, createdAt: r.created_at, mode: r.mode, status: r.status, counts: r.counts, keyName: r.key_name,
         decidedAt: r.decided_at, decidedBy: r.decided_by,

@@ -93,11 +93,14 @@ describe('staff portal: blinding decided by the role that covers the patient\'s 
     const blindedCard = await mixed.get(`/p/${world.code}/s/${patients.site01}`);
     expect(blindedCard.status).to.equal(200);
     expect(blindedCard.html).not.to.include('Treatment allocation').and.not.include('K-0101').and.not.include('ip_alloc');
+    // The import's counts leave the haemoglobin out: a count would tell of a hidden value.
+    expect(section(blindedCard, 'fhir-imports')).to.include('1 values, 0 conflicts, 0 same, 0 skipped');
 
     const card = await mixed.get(`/p/${world.code}/s/${patients.site02}`);
     expect(section(card, 'forms')).to.include('Treatment allocation ip_alloc — complete').and.include('Kit number kit K-0202');
     expect(section(card, 'queries')).to.include('Kit K-0202 unreadable?');
     expect(section(card, 'audit')).to.include('baseline / ip_alloc kit K-0202');
+    expect(section(card, 'fhir-imports')).to.include('2 values, 0 conflicts, 0 same, 0 skipped');
   });
 
   it('leaves the unblinded team\'s FHIR items off the review page of a patient of the site where the person is blinded', async () => {
@@ -105,10 +108,12 @@ describe('staff portal: blinding decided by the role that covers the patient\'s 
     expect(blindedPage.status).to.equal(200);
     expect(blindedPage.html).to.include('data-form="lab_chem"').and.not.include('data-form="lab_hem"').and.not.include('13.5');
     expect(blindedPage.html).to.include('1 values belong to forms of the unblinded team and are not shown to you');
+    expect(blindedPage.html).to.match(/<dd>1 values, 0 conflicts, 0 same, 0 skipped<\/dd>/);
 
     const page = await mixed.get(reviews.site02);
     expect(page.html).to.include('data-form="lab_chem"').and.include('data-form="lab_hem"').and.include('13.5');
     expect(page.html).not.to.include('not shown to you');
+    expect(page.html).to.match(/<dd>2 values, 0 conflicts, 0 same, 0 skipped<\/dd>/);
   });
 
   it('counts queries on the unblinded team\'s forms in the patient list only where the person is unblinded', async () => {

@@ -28,7 +28,8 @@ export interface PatientCardStore {
   openQueries(patientId: number, hiddenFormIds: number[]): Promise<PatientQueryView[]>;
   /** Newest first; entries about records of hidden forms are left out. */
   auditTrail(patientId: number, hiddenFormIds: number[], limit: number): Promise<PatientAuditView[]>;
-  fhirImports(patientId: number): Promise<FhirImportSummary[]>;
+  /** Newest first; the counts leave out the items on the hidden forms. */
+  fhirImports(patientId: number, hiddenFormIds: number[]): Promise<FhirImportSummary[]>;
 }
 
 interface FieldView {
@@ -130,7 +131,7 @@ export async function patientCard(
   const [queries, audit, imports] = await Promise.all([
     stores.portalReads.openQueries(patient.id, hiddenFormIds),
     stores.portalReads.auditTrail(patient.id, hiddenFormIds, CARD_AUDIT_LIMIT + 1),
-    stores.portalReads.fhirImports(patient.id),
+    stores.portalReads.fhirImports(patient.id, hiddenFormIds),
   ]);
   return {
     patient,
