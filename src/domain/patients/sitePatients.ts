@@ -23,7 +23,7 @@ const LONGEST_SEARCH = 100;
 export interface PatientListRequest { search?: string; after?: string }
 
 /** A site whose patients are listed, with the forms whose queries its patients' lines leave out. */
-export interface ListedSite { siteId: number; hiddenFormIds: number[] }
+interface ListedSite { siteId: number; hiddenFormIds: number[] }
 
 export interface SitePatientsStore {
   /**
