@@ -16,7 +16,7 @@ import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
 import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, Study, StudyStore } from '../stores.js';
-import { hiddenFormCodes } from '../studies/designForKey.js';
+import { hiddenFormCodes, hiddenFormIds } from '../studies/designForKey.js';
 import { countItems, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
 import { itemPlacements, type ItemPlacement } from './itemPlacement.js';
@@ -56,7 +56,7 @@ export async function getFhirImport(
   const ref = importRefOf(study.code, id);
   const hidden = hiddenFormCodes(study, key.makerUnblinded);
   const ids = await stores.studies.designIds(study);
-  const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hidden].map((code) => ids.forms.get(code)!) };
+  const scope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: hiddenFormIds(study, ids, key.makerUnblinded) };
   const found = ref && (await stores.fhirImportReads.find(scope, ref.subject, ref.number));
   if (!ref || !found?.items) throw new DomainError('fhir_import_not_found', { import: id });
   // A refused read is not a read, as in the other read calls: only an import shown is logged.

@@ -5,7 +5,7 @@ import { itemPlacements, type ItemPlacement } from '../fhir/itemPlacement.js';
 import { currentRecords, savedAt } from '../fhir/itemRecords.js';
 import { requirePatient, unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import type { FhirImportStore, PatientStore, RecordStore, StudyStore } from '../stores.js';
-import { formHidden, hiddenFormCodes } from '../studies/designForKey.js';
+import { formHidden, hiddenFormIds } from '../studies/designForKey.js';
 import type { FhirImportSummary, PatientCardStore } from './patientCard.js';
 
 /** One item of an import as the review page shows it, with the names of its place. */
@@ -56,8 +56,7 @@ export async function importReview(
   const found = Number.isInteger(number) && number > 0 ? await stores.fhirImports.findForDecision(patient.id, number) : undefined;
   const ids = await stores.studies.designIds(study);
   const unblinded = unblindedFor(access, patient.siteId);
-  const hiddenFormIds = [...hiddenFormCodes(study, unblinded)].map((code) => ids.forms.get(code)!);
-  const summary = found && (await stores.portalReads.fhirImports(patient.id, hiddenFormIds)).find((i) => i.number === found.number);
+  const summary = found && (await stores.portalReads.fhirImports(patient.id, hiddenFormIds(study, ids, unblinded))).find((i) => i.number === found.number);
   if (!found || !summary) throw new DomainError('import_not_found', { subject: patient.subject, number });
   const current = currentRecords(await stores.records.forPatient(patient.id), ids.visits, ids.forms);
   const design = study.design;

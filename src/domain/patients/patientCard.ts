@@ -1,5 +1,5 @@
 import type { Consent, Patient, PatientStore, RecordStore, Site, StoredRecord, StudyStore } from '../stores.js';
-import { formHidden } from '../studies/designForKey.js';
+import { formHidden, hiddenFormIds } from '../studies/designForKey.js';
 import type { FieldDef, FormDef } from '../studyDesign/types.js';
 import { requirePatient, unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import { displayUnit } from '../studyDesign/displayUnit.js';
@@ -112,7 +112,7 @@ export async function patientCard(
   ]);
   const unblinded = unblindedFor(access, patient.siteId);
   const visible = study.design.forms.filter((f) => !formHidden(study, f, unblinded));
-  const hiddenFormIds = study.design.forms.filter((f) => formHidden(study, f, unblinded)).map((f) => ids.forms.get(f.code)!);
+  const hidden = hiddenFormIds(study, ids, unblinded);
   const byPlace = new Map(records.map((r) => [`${r.visitId}|${r.instance}|${r.formId}`, r]));
   const visits: VisitView[] = study.design.visits.flatMap((visit) => {
     const visitId = ids.visits.get(visit.code)!;
@@ -129,9 +129,9 @@ export async function patientCard(
     }));
   });
   const [queries, audit, imports] = await Promise.all([
-    stores.portalReads.openQueries(patient.id, hiddenFormIds),
-    stores.portalReads.auditTrail(patient.id, hiddenFormIds, CARD_AUDIT_LIMIT + 1),
-    stores.portalReads.fhirImports(patient.id, hiddenFormIds),
+    stores.portalReads.openQueries(patient.id, hidden),
+    stores.portalReads.auditTrail(patient.id, hidden, CARD_AUDIT_LIMIT + 1),
+    stores.portalReads.fhirImports(patient.id, hidden),
   ]);
   return {
     patient,

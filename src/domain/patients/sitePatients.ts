@@ -1,6 +1,6 @@
 import { unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import type { StudyStore } from '../stores.js';
-import { hiddenFormCodes } from '../studies/designForKey.js';
+import { hiddenFormIds } from '../studies/designForKey.js';
 
 /** One line of a study's patient list in the portal. */
 export interface SitePatient {
@@ -48,7 +48,7 @@ export async function sitePatients(
   // Blinding is decided per site (a person may be unblinded at one site and blinded at another), so each
   // patient's line leaves out what is hidden at that patient's site.
   const sites = access.siteIds.map((siteId) => ({
-    siteId, hiddenFormIds: [...hiddenFormCodes(study, unblindedFor(access, siteId))].map((code) => ids.forms.get(code)!),
+    siteId, hiddenFormIds: hiddenFormIds(study, ids, unblindedFor(access, siteId)),
   }));
   const search = (request.search ?? '').trim().slice(0, LONGEST_SEARCH);
   const rows = await stores.portalReads.patientsAt(study.id, sites, {

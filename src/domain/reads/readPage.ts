@@ -1,7 +1,7 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
 import { DomainError, type FieldError } from '../errors.js';
 import type { PageRequest, ReadFilters, ReadLogStore, ReadScope, ReadStore, RemovalRow, Study, StudyStore } from '../stores.js';
-import { hiddenFormCodes } from '../studies/designForKey.js';
+import { hiddenFormCodes, hiddenFormIds } from '../studies/designForKey.js';
 import { decodeToken, encodeToken, filtersDigest } from './pagingToken.js';
 
 export type ReadKind = 'patients' | 'records' | 'queries' | 'audit' | 'fhir_imports';
@@ -27,7 +27,7 @@ type Stores = { studies: StudyStore; reads: ReadStore; readLog: ReadLogStore };
 async function resolveFilters(studies: StudyStore, key: KeyContext, study: Study, request: ReadRequest): Promise<{ scope: ReadScope; filters: ReadFilters; updatedSince: string | null }> {
   const ids = await studies.designIds(study);
   const hiddenForms = hiddenFormCodes(study, key.makerUnblinded);
-  const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: [...hiddenForms].map((code) => ids.forms.get(code)!) };
+  const scope: ReadScope = { studyId: study.id, siteIds: key.siteIds, hiddenFormIds: hiddenFormIds(study, ids, key.makerUnblinded) };
   const errors: FieldError[] = [];
   const filters: ReadFilters = { subject: request.filters.subject, status: request.filters.status };
   const { site, visit, form } = request.filters;

@@ -1,5 +1,5 @@
 import type { KeyContext } from '../apiKeys/keyContext.js';
-import type { Site, Study } from '../stores.js';
+import type { DesignIds, Site, Study } from '../stores.js';
 import type { FormDef, StudyDesign } from '../studyDesign/types.js';
 
 /**
@@ -13,6 +13,11 @@ export function formHidden(study: Pick<Study, 'blinded'>, form: Pick<FormDef, 't
 /** The codes of the study's forms hidden from an actor who is (or is not) unblinded (see `formHidden`). */
 export function hiddenFormCodes(study: Pick<Study, 'blinded' | 'design'>, unblinded: boolean): Set<string> {
   return new Set(study.design.forms.filter((f) => formHidden(study, f, unblinded)).map((f) => f.code));
+}
+
+/** The ids of those forms (`hiddenFormCodes`), as the queries that leave them out take them. */
+export function hiddenFormIds(study: Pick<Study, 'blinded' | 'design'>, ids: Pick<DesignIds, 'forms'>, unblinded: boolean): number[] {
+  return [...hiddenFormCodes(study, unblinded)].map((code) => ids.forms.get(code)!);
 }
 
 /**
