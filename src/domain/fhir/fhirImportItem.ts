@@ -25,6 +25,17 @@ export function waitsForDecision(item: Pick<FhirImportItem, 'state' | 'tie'>): b
   return item.state === 'new' || item.state === 'conflict' || item.tie === true;
 }
 
+/**
+ * An import as a reader who may not see some forms (a blinded maker's key) is shown it: without the items on
+ * those forms, counted from what is left, so that a count cannot tell of a hidden value. The read of one
+ * import and a replayed FHIR call both show it so.
+ */
+export function withoutHiddenItems<A extends { counts: FhirImportCounts; items: Pick<FhirImportItem, 'form' | 'state'>[] }>(row: A, hidden: ReadonlySet<string>): A {
+  if (!row.items.some((item) => item.form !== null && hidden.has(item.form))) return row;
+  const items = row.items.filter((item) => item.form === null || !hidden.has(item.form));
+  return { ...row, items, counts: countItems(items) };
+}
+
 /** The counts of a list of items, always derived from their states so that the two never disagree. */
 export function countItems(items: readonly Pick<FhirImportItem, 'state'>[]): FhirImportCounts {
   const counts: FhirImportCounts = { values: 0, conflicts: 0, same: 0, skipped: 0, saved: 0 };

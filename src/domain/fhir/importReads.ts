@@ -17,7 +17,7 @@ import { DomainError } from '../errors.js';
 import { readPage, type Page, type ReadRequest } from '../reads/readPage.js';
 import type { FhirImportReadRow, FhirImportReadStore, PatientStore, ReadLogStore, ReadStore, Study, StudyStore } from '../stores.js';
 import { hiddenFormCodes, hiddenFormIds } from '../studies/designForKey.js';
-import { countItems, type FhirImportItem } from './fhirImportItem.js';
+import { withoutHiddenItems, type FhirImportItem } from './fhirImportItem.js';
 import { importRefOf } from './importId.js';
 import { itemPlacements, type ItemPlacement } from './itemPlacement.js';
 
@@ -38,13 +38,6 @@ export function itemOutcome(status: FhirImportReadRow['status'], item: FhirImpor
   return status === 'proposed' ? 'pending' : status === 'rejected' ? 'rejected' : 'not_taken';
 }
 
-/** The import as the key may see it: without items on hidden forms, counted from what is left. */
-function asSeen(row: FhirImportReadRow & { items: FhirImportItem[] }, hidden: ReadonlySet<string>): FhirImportReadRow & { items: FhirImportItem[] } {
-  if (hidden.size === 0) return row;
-  const items = row.items.filter((item) => item.form === null || !hidden.has(item.form));
-  return { ...row, items, counts: countItems(items) };
-}
-
 /**
  * One import with its items and their outcomes.
  *
@@ -61,7 +54,7 @@ export async function getFhirImport(
   if (!ref || !found?.items) throw new DomainError('fhir_import_not_found', { import: id });
   // A refused read is not a read, as in the other read calls: only an import shown is logged.
   await stores.readLog.logRead({ keyId: key.keyId, studyId: study.id, operation: 'fhir_import', filters: { import: id }, rows: 1 });
-  const seen = asSeen({ ...found, items: found.items }, hidden);
+  const seen = withoutHiddenItems({ ...found, items: found.items }, hidden);
   // Why each item sits at its visit, as the FHIR call said when it made the import (it counts from the enrolment day).
   const patient = await stores.patients.findBySubject(study.id, ref.subject);
   const placements = patient ? itemPlacements(seen.items, study.design, patient.enrolledOn) : seen.items.map(() => null);
