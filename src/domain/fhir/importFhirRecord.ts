@@ -17,7 +17,7 @@ import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportIte
 import { currentRecords, itemRecords, savedLookup } from './itemRecords.js';
 import { adverseEventCandidates, itemPlacements, type ItemPlacement } from './itemPlacement.js';
 import { mapToEcrf } from './mapToEcrf.js';
-import { patientForKey } from './patientForKey.js';
+import { patientForKey } from '../patients/patientReach.js';
 import { checkPatientIdentity } from './patientIdentity.js';
 import { validateR4 } from './validateR4.js';
 

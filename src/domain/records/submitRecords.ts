@@ -3,6 +3,7 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { isStorableText } from '../storableText.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
+import { reachable } from '../patients/patientReach.js';
 import type {
   AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, Study, StudyStore, WebhookStore,
 } from '../stores.js';
@@ -171,10 +172,8 @@ export async function submitRecords(
   };
   for (const [index, input] of inputs.entries()) {
     const patient = patients.get(input.subject);
-    // A patient at another site, or one who withdrew consent to the use of their data (whom no read shows, and whom
-    // the consent gate lets through when the study does not require consent), is reported exactly like one that
-    // does not exist: an answer (`unchanged`, `skip`) would tell what is saved.
-    if (!patient || !access.siteIds.includes(patient.siteId) || patient.dataUseWithdrawnAt) { outcomes.push(refused(index, 'unknown_subject', { subject: input.subject })); continue; }
+    // A patient at another site, or who withdrew consent to the use of their data, is reported exactly like one that does not exist.
+    if (!reachable(patient, access.siteIds)) { outcomes.push(refused(index, 'unknown_subject', { subject: input.subject })); continue; }
     const visit = visits.get(input.visit)!;
     const form = forms.get(input.form)!;
     // Before any check that would tell where the form is planned: a blinded key learns nothing about it.
