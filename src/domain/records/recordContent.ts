@@ -168,11 +168,17 @@ export function changedFields(before: RecordContent, after: RecordContent): Chan
     if (sameEntry(old, now)) return [];
     const oldValue = auditText(old);
     const newValue = auditText(now);
-    const valueKinds: ChangedField['valueKinds'] = {};
-    if (oldValue !== null && markWrittenIn(oldValue)) valueKinds.old_value_kind = old?.kind === 'mark' ? 'not_done' : 'value';
-    if (newValue !== null && markWrittenIn(newValue)) valueKinds.new_value_kind = now?.kind === 'mark' ? 'not_done' : 'value';
+    const oldKind = kindWhereAmbiguous(old, oldValue);
+    const newKind = kindWhereAmbiguous(now, newValue);
+    const valueKinds = { ...(oldKind && { old_value_kind: oldKind }), ...(newKind && { new_value_kind: newKind }) };
     return [{ field, oldValue, newValue, valueKinds }];
   });
+}
+
+/** What an entry whose audit text reads like a mark holds (the mark, or a text written so); undefined for any other. */
+function kindWhereAmbiguous(entry: FieldEntry, text: string | null): AuditValueKind | undefined {
+  if (text === null || !markWrittenIn(text)) return undefined;
+  return entry?.kind === 'mark' ? 'not_done' : 'value';
 }
 
 /** What one field holds as stored; a merged record holds at most one of the three for a field. */
