@@ -42,6 +42,11 @@ export interface StudyStore {
   /** Writes a study with its whole design (sites, visits, forms, fields, edit checks, mapping); returns its id. */
   insertDesign(design: StudyDesign, designHash: string): Promise<number>;
   updateSettings(studyId: number, settings: StudySettings): Promise<void>;
+  /**
+   * The study's settings as they stand now, share-locked to the end of the transaction: a change of them
+   * (`updateSettings`) committed before is seen, and one made meanwhile waits until this transaction ends.
+   */
+  settingsForWrite(studyId: number): Promise<Required<StudySettings>>;
   /** The study's sites by number; from the row itself when it carries its structure. */
   sites(study: Pick<Study, 'id' | 'structure'>): Promise<Site[]>;
   /** Visit and form ids by code; from the row itself when it carries its structure. */

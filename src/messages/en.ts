@@ -163,6 +163,7 @@ export const en: Catalog = {
   'invalid_reads_limit.detail': 'The number of reads to list is a whole number from 1 to {max}.',
   'consent_not_given.detail': 'Patient "{subject}" has no consent to withdraw.',
   'consent_dates.detail': 'A consent cannot be withdrawn before the day it was given (patient "{subject}").',
+  'consent_dates.detail.given_again': 'A consent given again cannot be dated before the withdrawal of {withdrawn_on} (patient "{subject}").',
   'consent_date_invalid.detail': '"{date}" is not a calendar date (YYYY-MM-DD).',
   'consent_date_in_future.detail': 'The consent date {date} is in the future.',
   'consent_date_before_birth.detail': 'The consent date {date} is before the birth year {birth_year} of patient "{subject}".',

@@ -161,6 +161,7 @@ export const ru: Catalog = {
   'invalid_reads_limit.detail': 'Число выводимых чтений — целое число от 1 до {max}.',
   'consent_not_given.detail': 'У пациента "{subject}" нет согласия, которое можно отозвать.',
   'consent_dates.detail': 'Согласие нельзя отозвать раньше дня, когда оно было дано (пациент "{subject}").',
+  'consent_dates.detail.given_again': 'Повторное согласие нельзя датировать раньше отзыва от {withdrawn_on} (пациент "{subject}").',
   'consent_date_invalid.detail': '"{date}" не является календарной датой (ГГГГ-ММ-ДД).',
   'consent_date_in_future.detail': 'Дата согласия {date} ещё не наступила.',
   'consent_date_before_birth.detail': 'Дата согласия {date} раньше года рождения {birth_year} пациента "{subject}".',

@@ -121,6 +121,20 @@ describe('staff portal: consent on the patient card', () => {
     expect(res.html).to.include('A consent cannot be withdrawn before the day it was given');
   });
 
+  it('refuses a renewed consent dated before the withdrawal it follows, which would let data in on the consent withdrawn', async () => {
+    await staff.post(`${card()}/consent`, { change: 'given', date: '2026-02-27' });
+    await staff.post(`${card()}/consent`, { change: 'withdrawn', date: '2026-03-10' });
+    await staff.get(card());
+    const res = await staff.post(`${card()}/consent`, { change: 'given', date: '2026-02-27' });
+    expect(res.status).to.equal(422);
+    expect(res.html).to.include('A consent given again cannot be dated before the withdrawal of 2026-03-10');
+    expect(facts(await staff.get(card()))).to.include('Consent withdrawn on 2026-03-10');
+    expect(at((await sendVitals(subject)).body.results, 0).code).to.equal('consent_missing');
+    // Dated on the day of the withdrawal or later, it is a consent given anew.
+    expect((await staff.post(`${card()}/consent`, { change: 'given', date: '2026-03-10' })).status).to.equal(303);
+    expect(at((await sendVitals(subject)).body.results, 0).status).to.equal('ok');
+  });
+
   it('holds the command line to the same date rules, since both call recordConsent', async () => {
     expect(await sdx('patient', 'consent', world.code, subject, '--given', '1960-06-01')).to.deep.equal({
       error: { code: 'consent_date_before_birth', message: `The consent date 1960-06-01 is before the birth year 1961 of patient "${subject}".`, errors: [] },

@@ -57,6 +57,7 @@ import type {
 } from '../stores.js';
 import { hiddenFormCodes } from '../studies/designForKey.js';
 import { requireStudy } from '../studies/requireStudy.js';
+import { writableStudy } from '../studies/writableStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
@@ -141,7 +142,7 @@ export async function confirmImport(
   input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>>; reason?: string },
 ): Promise<DecisionResult> {
   const { study, patient, writeAccess, found } = await openDecision(stores, person, input);
-  if (study.locked) throw new DomainError('study_locked');
+  await writableStudy(stores.studies, study);
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: patient.subject });
   const identity = identityToLink(patient, found);
   const choices = resolveChoices(found.items, input.choices);

@@ -8,6 +8,7 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { designForKey, hiddenFormCodes } from '../studies/designForKey.js';
+import { writableStudy } from '../studies/writableStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { tableOf } from './cellField.js';
@@ -81,7 +82,7 @@ export async function importFhirRecord(
   study: Study,
   input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
-  if (study.locked) throw new DomainError('study_locked');
+  await writableStudy(stores.studies, study);
   const patient = await patientForKey(stores.patients, key, study, input.subject);
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: input.subject });
   validateR4(input.entries);

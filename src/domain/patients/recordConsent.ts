@@ -40,6 +40,11 @@ export async function recordConsent(
   checkConsentDate('given' in change ? change.given : change.withdrawn, patient, today);
   const latest = await stores.patients.latestConsent(patient.id);
   if ('given' in change) {
+    // Consent given again after a withdrawal starts on its day or later: dated before it, the consent gate would
+    // open on the very consent the patient withdrew.
+    if (latest?.withdrawnOn && change.given < latest.withdrawnOn) {
+      throw new DomainError('consent_dates', { subject: patient.subject, withdrawn_on: latest.withdrawnOn, variant: 'given_again' });
+    }
     await stores.patients.insertConsent(patient.id, { givenOn: change.given, withdrawnOn: null, dataUseWithdrawn: false });
   } else {
     // A patient who withdrew consent may later also withdraw the use of the data collected so far.

@@ -2,6 +2,7 @@ import { actorRef, authorOf, reasonOf, type Actor } from '../actor.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
+import { writableStudy } from '../studies/writableStudy.js';
 import { reachableQuery } from './reachableQuery.js';
 import { closeRefusal, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
@@ -19,7 +20,7 @@ export async function closeQuery(
   study: Study,
   input: { queryId: number; reason: string },
 ): Promise<QueryReadRow> {
-  if (study.locked) throw new DomainError('study_locked');
+  await writableStudy(stores.studies, study);
   const reason = queryText(input.reason, '/reason');
   const query = await reachableQuery(stores, access, study, input.queryId);
   const closer = actorRef(actor);

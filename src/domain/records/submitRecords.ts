@@ -8,6 +8,7 @@ import type {
   AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, Study, StudyStore, WebhookStore,
 } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
+import { writableStudy } from '../studies/writableStudy.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
@@ -139,7 +140,7 @@ export async function submitRecords(
   inputs: RecordInput[],
   options: { validateOnly: boolean; source: RecordSource; fillOnly?: boolean },
 ): Promise<RecordOutcome[]> {
-  if (study.locked) throw new DomainError('study_locked');
+  await writableStudy(stores.studies, study);
   const unknown = unknownDesignErrors(study, inputs);
   if (unknown.length > 0) {
     const indexes = [...new Set(unknown.map((e) => Number(e.pointer.split('/')[2])))];
