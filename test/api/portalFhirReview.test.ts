@@ -318,4 +318,25 @@ describe('staff portal: the FHIR review page', () => {
     expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/9`)).status).to.equal(404);
     expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/abc`)).status).to.equal(404);
   });
+
+  it('refuses to fill a table that was marked not done after the import was made, keeping the mark', async () => {
+    const { subject, url, items } = await proposed(false);
+    const mh = items.flatMap((item, position) => (item.form === 'mh' && item.state === 'new' ? [position] : []));
+    expect(mh.length).to.be.greaterThan(0);
+    // The investigator records meanwhile that the patient has no relevant medical history.
+    const marked = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+      key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }] },
+    });
+    expect(marked.body.counts.ok).to.equal(1);
+    await staff.get(url);
+    const refused = await staff.post(url, { decision: 'confirm_all' });
+    expect(refused.status).to.equal(409);
+    expect(refused.html).to.include('changed after the import was made');
+    const patientId = await patientIdOf(subject);
+    expect((await app.db.knex('fhir_imports').where({ patient_id: patientId }).first<StoredImport | undefined>())?.status).to.equal('proposed');
+    const read = await app.call<RecordsPage>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    const saved = present(read.body.records.find((r) => r.form === 'mh'), 'the medical history');
+    expect(saved.not_done).to.deep.equal({ conditions: 'NA' });
+    expect(saved.tables).to.deep.equal({});
+  });
 });

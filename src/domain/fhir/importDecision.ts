@@ -24,7 +24,7 @@
  *   a condition never arrives as a code without its term. A conflicting cell still needs its own
  *   `replace`.
  * - Nothing is saved unless everything chosen is: a place that changed since the import was made (a `new`
- *   place now filled, a saved value that differs from the one shown) refuses the confirmation with
+ *   place now filled, a table now marked not done, a saved value that differs from the one shown) refuses the confirmation with
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
  *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
@@ -315,7 +315,8 @@ async function lockRecords(
  * The chosen items whose place no longer holds what the import showed: a `new` place filled since, a
  * saved value changed since, or a cell of a table row whose matched cells changed (the row is then no
  * longer the one the file's row was matched to). A row the file adds goes after whatever rows are saved
- * by then, so it cannot be outdated.
+ * by then, unless the table now carries a not-done mark (`NA`: no relevant history): a mark is no empty
+ * place, and appending the row would silently take it away.
  */
 function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
   const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
@@ -326,7 +327,7 @@ function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet
   return [...chosen].filter((position) => {
     const item = itemAt(items, position);
     if (item.row === null) return changed(item);
-    if (!matchedRows.has(rowKey(item))) return false;
+    if (!matchedRows.has(rowKey(item))) return current(item.visit!, item.instance ?? 1, item.form!)?.notDone[tableOf(item.field!)] !== undefined;
     return changedRows.has(rowKey(item)) || changed(item);
   }).sort((a, b) => a - b);
 }
