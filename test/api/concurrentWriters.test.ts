@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { AnswerOf } from '../helpers/answerTypes.js';
 import { giveConsent, makeKey } from '../helpers/factories.js';
@@ -9,6 +10,7 @@ import type { Reply } from '../helpers/testApp.js';
  * Two integrators, each with its own key, write the same form instance at the same moment (issue 10,
  * item 3): no lost update, one insert wins and the other is told the form is filled, and every value
  * change has exactly one audit row whose old value is the value the previous change left.
+ * A FHIR save racing a records call on the same empty places fills only what is still empty when it writes.
  */
 
 /** A form's values, or the place of a record (subject, visit, instance). */
@@ -152,6 +154,44 @@ describe('two keys writing the same form at the same moment', () => {
         ['hr', inserted.hr, updated.hr, at(writers, 1 - first).id],
       ]);
       expect(await valuesOf(recordId)).to.deep.equal(updated);
+    }
+  });
+
+  it('lets a FHIR save racing a records call only fill what is empty: the values, table rows and not-done marks the call sends always stand', async () => {
+    // Buster Hoeger (Synthea): his file proposes a weight, a haemoglobin and conditions at screening, all on empty places.
+    const file = readFileSync('test/fixtures/fhir/synthea/smart-buster-hoeger-235kb.json');
+    const sent = {
+      vs: { values: { weight: '90.0' } },
+      mh: { tables: { conditions: [{ term: 'Asthma' }] }, status: 'draft' },
+      lab_hem: { not_done: { hgb: 'ND' }, status: 'draft' },
+    };
+    for (let round = 0; round < ROUNDS / 2; round++) {
+      const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'male', birth_year: 1988, enrolled_on: '2016-12-28' } });
+      const subject = enrolled.body.subject;
+      await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
+      const vitals = await submit(writers[1], { subject, visit: 'screening', form: 'vs', values: { vsdate: '2016-12-14', sbp: '140', dbp: '80', hr: '70' } });
+      expect(at(vitals.body.results, 0).status).to.equal('ok');
+      const [imported, written] = await Promise.all([
+        app.call<AnswerOf<'importFhirRecord', 201>>('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}&mode=save`, { key: writers[0].key, raw: file, contentType: 'application/fhir+json' }),
+        app.call<Submitted>('POST', `/api/v1/studies/${world.code}/records`, {
+          key: writers[1].key, body: { records: Object.entries(sent).map(([form, content]) => ({ subject, visit: 'screening', form, ...content, update: true })) },
+        }),
+      ]);
+      expect(imported.status, JSON.stringify(imported.body)).to.equal(201);
+      expect(written.body.results.map((r) => r.status), `round ${round}`).to.deep.equal(['ok', 'warn', 'warn']);
+      const read = await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&visit=screening`, { key: world.key });
+      const saved = (form: string) => present(read.body.records.find((r) => r.form === form), `the ${form} record`);
+      expect(saved('vs').values.weight, `round ${round}: the weight`).to.equal('90.0');
+      expect(saved('mh').tables, `round ${round}: the conditions`).to.deep.equal({ conditions: [{ term: 'Asthma' }] });
+      expect([saved('lab_hem').not_done.hgb, saved('lab_hem').values.hgb], `round ${round}: the haemoglobin`).to.deep.equal(['ND', undefined]);
+      // Whichever came first, each change starts from the value the one before it left.
+      for (const [form, field] of [['vs', 'weight'], ['mh', 'conditions'], ['lab_hem', 'hgb']] as const) {
+        const trail = await app.db.knex<AuditRow>('audit_events').where({ record_id: saved(form).id, field_code: field }).orderBy('id').select('old_value', 'new_value');
+        trail.reduce<string | null>((previous, row) => {
+          expect(row.old_value, `round ${round}: ${form}.${field}`).to.equal(previous);
+          return row.new_value;
+        }, null);
+      }
     }
   });
 });

@@ -318,4 +318,47 @@ describe('staff portal: the FHIR review page', () => {
     expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/9`)).status).to.equal(404);
     expect((await staff.get(`/p/${world.code}/s/${subject}/fhir/abc`)).status).to.equal(404);
   });
+
+  it('refuses to fill a table that was marked not done after the import was made, keeping the mark', async () => {
+    const { subject, url, items } = await proposed(false);
+    const mh = items.flatMap((item, position) => (item.form === 'mh' && item.state === 'new' ? [position] : []));
+    expect(mh.length).to.be.greaterThan(0);
+    // The investigator records meanwhile that the patient has no relevant medical history.
+    const marked = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+      key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }] },
+    });
+    expect(marked.body.counts.ok).to.equal(1);
+    await staff.get(url);
+    const refused = await staff.post(url, { decision: 'confirm_all' });
+    expect(refused.status).to.equal(409);
+    expect(refused.html).to.include('changed after the import was made');
+    const patientId = await patientIdOf(subject);
+    expect((await app.db.knex('fhir_imports').where({ patient_id: patientId }).first<StoredImport | undefined>())?.status).to.equal('proposed');
+    const read = await app.call<RecordsPage>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key });
+    const saved = present(read.body.records.find((r) => r.form === 'mh'), 'the medical history');
+    expect(saved.not_done).to.deep.equal({ conditions: 'NA' });
+    expect(saved.tables).to.deep.equal({});
+  });
+
+  it('never lets a confirmation overwrite a value a records call saves at the same moment into a form not saved before', async () => {
+    // The race is narrow (the two reads of the confirmation are a millisecond or two apart): enough rounds to meet it.
+    for (let round = 0; round < 24; round++) {
+      const { subject, url, items } = await proposed(false);
+      const hgb = positionOf(items, 'screening', 'lab_hem', 'hgb');
+      expect(at(items, hgb).state).to.equal('new');
+      await staff.get(url);
+      const [confirmed, written] = await Promise.all([
+        staff.post(url, { decision: 'confirm_chosen', [`take_${hgb}`]: 'on' }),
+        // The call leaves a little later round after round, so that it meets the confirmation at each of its steps.
+        new Promise((resolve) => setTimeout(resolve, 3 * (round % 8))).then(() => app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+          key: world.key, body: { records: [{ subject, visit: 'screening', form: 'lab_hem', values: { hgb: '12.0' }, status: 'draft', update: true }] },
+        })),
+      ]);
+      expect(at(written.body.results, 0).code, `round ${round}`).to.equal('saved_as_draft');
+      // Either the confirmation came first and the call then changed its value, or it saw the call's value and was refused.
+      expect(confirmed.status, `round ${round}`).to.be.oneOf([303, 409]);
+      const read = await app.call<RecordsPage>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&form=lab_hem`, { key: world.key });
+      expect(only(read.body.records).values.hgb, `round ${round}`).to.equal('12.0');
+    }
+  });
 });

@@ -318,6 +318,50 @@ describe('confirmImport and rejectImport', function () {
     expect((await importRow(p.id, 1)).status).to.equal('proposed');
   });
 
+  /**
+   * Confirms filling haemoglobin and haematocrit while another writer's haematology record commits right
+   * after the confirmation locked that (then unsaved) form instance and found it empty, and right before
+   * the write path reads it again: the narrowest race, forced.
+   */
+  async function confirmRacing(values: Record<string, string>) {
+    const p = await patient();
+    const { items, number } = await importFile(p.subject, buster());
+    const hgb = position(items, 'screening', 'lab_hem', 'hgb');
+    const hct = position(items, 'screening', 'lab_hem', 'hct');
+    expect([items[hgb]?.state, items[hct]?.state]).to.deep.equal(['new', 'new']);
+    let injected = false;
+    const attempt = inTransaction(db.knex, (s) => {
+      const findByKeys = s.records.findByKeys.bind(s.records);
+      let calls = 0;
+      s.records.findByKeys = async (keys, options) => {
+        if (++calls === 2 && !injected) {
+          injected = true;
+          await saveAsApi([{ subject: p.subject, visit: 'screening', form: 'lab_hem', values, status: 'draft' }]);
+        }
+        return findByKeys(keys, options);
+      };
+      return confirmImport(s, people.staff01, { study: world.code, subject: p.subject, number, choices: { [hgb]: 'fill', [hct]: 'fill' } });
+    });
+    const outcome = await attempt.then(() => null, (e: unknown) => e);
+    expect(injected, 'the other writer came in between').to.equal(true);
+    return { p, number, hgb, outcome, saved: (await records(p.id))['screening|lab_hem'] };
+  }
+
+  it('checks a form instance another writer saves between the check and the write, never overwriting its value', async () => {
+    const { p, number, hgb, outcome, saved } = await confirmRacing({ hgb: '15', wbc: '6' });
+    expect(outcome).to.be.instanceOf(DomainError).and.to.include({ code: 'import_outdated' });
+    expect((outcome as DomainError).params.positions).to.deep.equal([hgb]);
+    expect(saved?.values).to.deep.equal({ hgb: '15', wbc: '6' });
+    expect((await importRow(p.id, number)).status).to.equal('proposed');
+  });
+
+  it('fills the empty places of a form instance another writer saves between the check and the write, keeping its values', async () => {
+    const { p, number, outcome, saved } = await confirmRacing({ wbc: '6' });
+    expect(outcome).to.equal(null);
+    expect(saved).to.deep.include({ status: 'draft', values: { wbc: '6', hgb: '15.5', hct: '35.5' } });
+    expect((await importRow(p.id, number)).status).to.equal('confirmed');
+  });
+
   it('refuses the whole confirmation when the checks refuse a chosen record (vital signs without their date), saving nothing', async () => {
     const p = await patient();
     const { items } = await importFile(p.subject, buster());

@@ -24,9 +24,11 @@
  *   a condition never arrives as a code without its term. A conflicting cell still needs its own
  *   `replace`.
  * - Nothing is saved unless everything chosen is: a place that changed since the import was made (a `new`
- *   place now filled, a saved value that differs from the one shown) refuses the confirmation with
+ *   place now filled, a table now marked not done, a saved value that differs from the one shown) refuses the confirmation with
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
- *   with `import_items_refused`; either way the import stays `proposed`. A locked study and a patient
+ *   with `import_items_refused`; either way the import stays `proposed`. The check and the write see one
+ *   version of each chosen record (row locks; a form instance another writer saves in between makes the
+ *   confirmation start again). A locked study and a patient
  *   without valid consent refuse a confirmation; a rejection saves no study data and is always possible.
  * - Blinding: a person who is not unblinded at the patient's site (no role of theirs covering that site is
  *   unblinded, `unblindedFor`; an unblinded role at another site does not count) is not shown the items on
@@ -50,7 +52,7 @@ import { auditEntry } from '../auditTrail.js';
 import { DomainError, type FieldError } from '../errors.js';
 import { consentAllowsEntry } from '../patients/consentGate.js';
 import { staffAccessOf, unblindedFor } from '../people/staffAccess.js';
-import { submitRecords, type RecordOutcome, type WriteAccess } from '../records/submitRecords.js';
+import { ConcurrentInsertRetry, submitRecords, type RecordOutcome, type WriteAccess } from '../records/submitRecords.js';
 import type {
   AuditStore, FhirImportStore, ItemChange, Patient, PatientStore, PeopleStore, QueryStore, RecordStore, StoredFhirImport, Study, StudyStore,
   User, WebhookStore,
@@ -167,7 +169,12 @@ export async function confirmImport(
   // its first save, so the trail is where a reader tells FHIR values from typed ones.
   const actor: Actor = { kind: 'user', userId: person.id, name: person.name, via: 'fhir_review', importNumber: found.number };
   const records = itemRecords(patient.subject, chosenItems, toSave, locked);
-  const outcomes = await submitRecords(stores, actor, writeAccess, study, records.map((r) => ({ ...r.input, reason: input.reason })), { validateOnly: false, source: 'fhir' });
+  // A form instance that was not saved when checked goes as a first entry, since nothing locked it: saved
+  // meanwhile by another writer, it comes back `already_filled`, and the confirmation starts again, to be
+  // checked against that record rather than write over it unchecked.
+  const sent = records.map((r) => ({ ...r.input, update: locked(r.input.visit, r.input.instance ?? 1, r.input.form) !== undefined, reason: input.reason }));
+  const outcomes = await submitRecords(stores, actor, writeAccess, study, sent, { validateOnly: false, source: 'fhir' });
+  if (outcomes.some((o) => o.code === 'already_filled')) throw new ConcurrentInsertRetry();
   const unexplained = outcomes.filter((o) => o.code === 'reason_required');
   if (unexplained.length > 0) {
     throw new DomainError('import_reason_required', { subject: patient.subject, number: found.number, fields: unexplained.map((o) => o.params.fields).join(', ') });
@@ -316,7 +323,8 @@ async function lockRecords(
  * The chosen items whose place no longer holds what the import showed: a `new` place filled since, a
  * saved value changed since, or a cell of a table row whose matched cells changed (the row is then no
  * longer the one the file's row was matched to). A row the file adds goes after whatever rows are saved
- * by then, so it cannot be outdated.
+ * by then, unless the table now carries a not-done mark (`NA`: no relevant history): a mark is no empty
+ * place, and appending the row would silently take it away.
  */
 function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
   const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
@@ -327,7 +335,7 @@ function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet
   return [...chosen].filter((position) => {
     const item = itemAt(items, position);
     if (item.row === null) return changed(item);
-    if (!matchedRows.has(rowKey(item))) return false;
+    if (!matchedRows.has(rowKey(item))) return current(item.visit!, item.instance ?? 1, item.form!)?.notDone[tableOf(item.field!)] !== undefined;
     return changedRows.has(rowKey(item)) || changed(item);
   }).sort((a, b) => a - b);
 }

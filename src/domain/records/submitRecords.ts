@@ -253,7 +253,7 @@ interface Change {
  * PostgreSQL's serialization-failure code, so the transaction runner runs the use case again, which
  * then finds the other writer's record saved and treats it exactly as one saved before the request.
  */
-class ConcurrentInsertRetry extends Error {
+export class ConcurrentInsertRetry extends Error {
   readonly code = '40001';
   constructor() {
     super('a form instance was inserted concurrently');
