@@ -93,6 +93,11 @@ export interface AuditEntry {
 
 export interface AuditStore {
   append(entries: AuditEntry[]): Promise<void>;
+  /**
+   * The transaction's rows about that study are appended only while the study is unlocked, checked in turn
+   * with the study's other writers and its lock; appending them to a locked study fails with `study_locked`.
+   */
+  appendOnlyWhileUnlocked(studyId: number): void;
   /** A study's audit rows in id order with their chain links, for verification. */
   chain(studyId: number): Promise<(ChainedContent & { id: number; prevHash: string | null; hash: string | null })[]>;
   /** Takes the study's checkpoint lock to the end of the transaction: one process checkpoints a study at a time. */

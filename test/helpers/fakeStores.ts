@@ -175,6 +175,9 @@ class FakeAuditStore implements AuditStore {
     this.entries.push(...copy(entries));
   }
 
+  /** A fake study is locked or not for a whole use case: the study a use case is given says which. */
+  appendOnlyWhileUnlocked(): void {}
+
   async chain(): Promise<never> {
     return notFaked('audit.chain');
   }

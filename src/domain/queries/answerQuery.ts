@@ -5,6 +5,7 @@ import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudySt
 import { reachableQuery } from './reachableQuery.js';
 import { answerRefusal, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /**
  * Answers a query (issue 22.2): the answer joins the query's thread and the query becomes `answered`,
@@ -19,7 +20,7 @@ export async function answerQuery(
   study: Study,
   input: { queryId: number; text: string },
 ): Promise<QueryReadRow> {
-  if (study.locked) throw new DomainError('study_locked');
+  requireUnlocked(stores.audit, study);
   const text = queryText(input.text, '/text');
   const query = await reachableQuery(stores, access, study, input.queryId);
   const refusal = answerRefusal(query);

@@ -5,6 +5,7 @@ import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudySt
 import { reachableQuery } from './reachableQuery.js';
 import { closeRefusal, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /**
  * Closes a query with a reason (issue 22.2): one the actor raised, or one that is answered. The one
@@ -19,7 +20,7 @@ export async function closeQuery(
   study: Study,
   input: { queryId: number; reason: string },
 ): Promise<QueryReadRow> {
-  if (study.locked) throw new DomainError('study_locked');
+  requireUnlocked(stores.audit, study);
   const reason = queryText(input.reason, '/reason');
   const query = await reachableQuery(stores, access, study, input.queryId);
   const closer = actorRef(actor);

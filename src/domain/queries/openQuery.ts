@@ -6,6 +6,7 @@ import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, S
 import { formHidden } from '../studies/designForKey.js';
 import { queryablePlace, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /** The place a query is raised on, as a client names it (spec, QueryOpening). */
 export interface QueryOpeningInput {
@@ -37,7 +38,7 @@ export async function openQuery(
   study: Study,
   input: QueryOpeningInput,
 ): Promise<QueryReadRow> {
-  if (study.locked) throw new DomainError('study_locked');
+  requireUnlocked(stores.audit, study);
   const message = queryText(input.message, '/message');
   const [patient] = await stores.patients.findBySubjects(study.id, [input.subject]);
   if (!patient || !access.siteIds.includes(patient.siteId) || patient.dataUseWithdrawnAt) throw unknownPlace('subject', 'unknown_subject', { subject: input.subject });

@@ -17,6 +17,7 @@ import {
   type ChangedField, type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
 import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /** One record as a client sends it (interface description, "Record (form instance), as sent"). */
 export interface RecordInput {
@@ -139,7 +140,7 @@ export async function submitRecords(
   inputs: RecordInput[],
   options: { validateOnly: boolean; source: RecordSource; fillOnly?: boolean },
 ): Promise<RecordOutcome[]> {
-  if (study.locked) throw new DomainError('study_locked');
+  requireUnlocked(stores.audit, study);
   const unknown = unknownDesignErrors(study, inputs);
   if (unknown.length > 0) {
     const indexes = [...new Set(unknown.map((e) => Number(e.pointer.split('/')[2])))];
