@@ -113,6 +113,17 @@ describe('a key\'s state and reach when they change while its request\'s body is
     expect(await savedVitals()).to.equal(0);
   });
 
+  it('refuses with 403 api_disabled, saving nothing, a write to a study whose API was switched off before its body had arrived', async () => {
+    const upload = await startRecords({ key: world.key, id: world.keyId });
+    await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { apiEnabled: false }));
+    try {
+      await expectProblem(await upload.finish(), 403, 'api_disabled');
+      expect(await savedVitals()).to.equal(0);
+    } finally {
+      await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { apiEnabled: true }));
+    }
+  });
+
   it('refuses with 423 study_locked, saving nothing, a write to a study locked before its body had arrived', async () => {
     const upload = await startRecords({ key: world.key, id: world.keyId });
     await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { locked: true }));
