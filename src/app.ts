@@ -12,7 +12,7 @@ import { createApi } from './handlers/api.js';
 import { negotiateLang } from './messages/index.js';
 import { problemOf } from './handlers/problem.js';
 import type { RequestState, Services } from './requestState.js';
-import { keyRequestOf } from './handlers/requestKey.js';
+import { keyRequestOf, recheckAfterBody } from './handlers/requestKey.js';
 import { loadSpec } from './handlers/spec.js';
 import { logFailure } from './logFailure.js';
 import { createPortal } from './portal/index.js';
@@ -137,6 +137,8 @@ export async function createApp(services: Services): Promise<Koa<RequestState>> 
         if (error.closes) ctx.set('Connection', 'close');
         throw bodyRefusal(error, operation?.operationId, type, services.config);
       }
+      // The body may have taken up to the body deadline to arrive: the call is decided on the key and study as they are now.
+      recheckAfterBody(ctx);
     }
     await next();
   });

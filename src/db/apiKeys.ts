@@ -45,9 +45,13 @@ interface KeyRecord extends KeyTableRow {
   maker_unblinded: boolean; maker_site_ids: number[];
 }
 
-/** A key of a batch of requests, with its study (on the first of the study's keys) and its counts. */
-interface KeyForRequestRecord extends KeyRecord {
+/** A key with its study's row, structure and (when this process has not parsed it yet) design. */
+interface KeyWithStudyRecord extends KeyRecord {
   study_row: StudyRecord | null; study_structure: StructureJson; study_design: StudyDesign | null;
+}
+
+/** A key of a batch of requests, with its study (on the first of the study's keys) and its counts. */
+interface KeyForRequestRecord extends KeyWithStudyRecord {
   minute_admitted: number; minute_held: number; minute_oldest: CountedKey['minute']['oldest']; used_before: string | null; used_at: CountedKey['usedAt'];
 }
 
@@ -141,8 +145,25 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
   return found.map((f, i) => f && { key: f.key, study: f.study, ...counts[i]! });
 }
 
+/**
+ * The keys of a batch of requests whose bodies have arrived, by fingerprint, each with its study as it is
+ * now, counting nothing (those requests were counted when their headers came, findKeysForRequests): what
+ * such a request is decided on again (recheckRequest). A study's design comes back only when this process
+ * has not parsed that design yet. The statement is prepared, as the one of findKeysForRequests.
+ */
+export async function findKeysWithStudies(db: Knex, fingerprints: readonly Buffer[]): Promise<(Pick<FoundKey, 'key' | 'study'> | undefined)[]> {
+  const { rows } = await db.raw<{ rows: KeyWithStudyRecord[] }>(
+    `select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+       case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
+     ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))`,
+    { fingerprints: [...fingerprints], known: [...designs.keys()] },
+  ).options({ name: 'sdx_keys_after_bodies' });
+  const keys = new Map(rows.map((row) => [row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studyOfKeyRow(row, row.study_row!) }]));
+  return fingerprints.map((fingerprint) => keys.get(fingerprint.toString('hex')));
+}
+
 /** The study row that came with a key, its design parsed once per process and design hash. */
-function studyOfKeyRow(row: KeyForRequestRecord, studyRow: StudyRecord): Study {
+function studyOfKeyRow(row: KeyWithStudyRecord, studyRow: StudyRecord): Study {
   const hash = studyRow.design_hash;
   let design = designs.get(hash);
   if (!design) {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { CHAIN_START, chainHash, type ChainedContent } from '../domain/auditChain.js';
+import { DomainError } from '../domain/errors.js';
 import type { AuditEntry, AuditStore } from '../domain/stores.js';
 import { insertRows } from './insertRows.js';
 import { withTransaction, type BeforeCommit } from './transaction.js';
@@ -26,6 +27,8 @@ const CHECKPOINT_LOCK = 0x5d_a0d18;
  */
 export function auditStore(db: Knex, beforeCommit?: BeforeCommit): AuditStore {
   const buffered: AuditEntry[] = [];
+  /** Studies whose rows this transaction appends only while they are unlocked (appendOnlyWhileUnlocked). */
+  const unlockedOnly = new Set<number>();
   const flush = async (trx: Knex) => {
     if (buffered.length === 0) return;
     const entries = buffered.splice(0);
@@ -36,8 +39,14 @@ export function auditStore(db: Knex, beforeCommit?: BeforeCommit): AuditStore {
       const { rows: [{ now }] } = await trx.raw<{ rows: [{ now: Date }] }>('select now() as now, pg_advisory_xact_lock(?, ?)', [APPEND_LOCK, studyId]);
       // Millisecond precision, so the time hashed is exactly the time stored and read back.
       const at = (transactionTime ??= new Date(now).toISOString());
-      const last = await trx(TABLE).where({ study_id: studyId }).orderBy('id', 'desc').first<Pick<AuditEventRecord, 'hash'> | undefined>('hash');
-      let prev = last?.hash ?? CHAIN_START;
+      // With the lock held, the study's lock as committed: changing it appends a row too, so a lock that committed
+      // before this is seen here, and one not yet committed commits after this transaction. The same round trip.
+      const { rows: [last] } = await trx.raw<{ rows: [{ hash: string | null; locked: boolean }] }>(
+        `select (select a.hash from ${TABLE} a where a.study_id = ? order by a.id desc limit 1) as hash, (select s.locked from studies s where s.id = ?) as locked`,
+        [studyId, studyId],
+      );
+      if (last.locked && unlockedOnly.has(studyId)) throw new DomainError('study_locked');
+      let prev = last.hash ?? CHAIN_START;
       const rows = entries.filter((e) => e.studyId === studyId).map((e) => {
         const content: ChainedContent = {
           studyId, at, actorType: e.actorType, actorId: e.actorId, author: e.author, reason: e.reason, action: e.action,
@@ -68,6 +77,9 @@ export function auditStore(db: Knex, beforeCommit?: BeforeCommit): AuditStore {
         beforeCommit(() => flush(db));
         hooked = true;
       }
+    },
+    appendOnlyWhileUnlocked(studyId) {
+      unlockedOnly.add(studyId);
     },
     chain: (studyId) => chainRows(db, studyId),
     async lockCheckpoints(studyId) {

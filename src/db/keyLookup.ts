@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Knex } from 'knex';
 import type { CountReceipt, KeyGate } from '../domain/apiKeys/admission.js';
-import { findKeysForRequests, type KeyRequestAt } from './apiKeys.js';
+import { findKeysForRequests, findKeysWithStudies, type KeyRequestAt } from './apiKeys.js';
 import { takeBackCounts } from './rateLimits.js';
 
 /**
@@ -55,12 +55,17 @@ function batched<I, O>(inFlightMost: number, run: (items: readonly I[]) => Promi
 
 export type KeyLookup = KeyGate;
 
-/** The request path's key look-ups with their counts (at `ratePerMinute` a key), and the rare counts taken back, of one service process, each gathered into batches. */
+/**
+ * The request path's key look-ups with their counts (at `ratePerMinute` a key), the look-ups again of requests
+ * whose bodies have arrived, and the rare counts taken back, of one service process, each gathered into batches.
+ */
 export function createKeyLookup(knex: Knex, ratePerMinute: number): KeyLookup {
   const find = batched(FINDING_IN_FLIGHT, (requests: readonly KeyRequestAt[]) => findKeysForRequests(knex, requests, ratePerMinute));
   const takeBack = batched(TAKE_BACKS_IN_FLIGHT, async (receipts: readonly CountReceipt[]) => {
     await takeBackCounts(knex, receipts);
     return receipts.map(() => undefined);
   });
-  return { findAndCount: (fingerprint, at) => find({ fingerprint, at }), takeBack };
+  // The look-ups again of requests whose bodies have arrived, in batches of their own: they count nothing.
+  const findAgain = batched(FINDING_IN_FLIGHT, (fingerprints: readonly Buffer[]) => findKeysWithStudies(knex, fingerprints));
+  return { findAndCount: (fingerprint, at) => find({ fingerprint, at }), find: findAgain, takeBack };
 }

@@ -93,14 +93,6 @@ export function studyStore(db: Knex): StudyStore {
       if (settings.locked !== undefined) changes.locked = settings.locked;
       await db(TABLE).where({ id: studyId }).update(changes);
     },
-    async settingsForWrite(studyId) {
-      // FOR SHARE, not FOR KEY SHARE: only a share lock conflicts with the plain UPDATE of updateSettings.
-      const row = await db(TABLE).where({ id: studyId }).forShare()
-        .first<{ api_enabled: boolean; enrolment_open: boolean; locked: boolean } | undefined>('api_enabled', 'enrolment_open', 'locked');
-      // Studies are never deleted, and the caller holds one it read: none is a bug.
-      if (!row) throw new Error(`Study ${studyId} was not found to write to`);
-      return { apiEnabled: row.api_enabled, enrolmentOpen: row.enrolment_open, locked: row.locked };
-    },
     async sites(study): Promise<Site[]> {
       if (study.structure) return study.structure.sites;
       return db('sites').where({ study_id: study.id }).orderBy('number').select<Site[]>('id', 'number', 'name');

@@ -42,11 +42,6 @@ export interface StudyStore {
   /** Writes a study with its whole design (sites, visits, forms, fields, edit checks, mapping); returns its id. */
   insertDesign(design: StudyDesign, designHash: string): Promise<number>;
   updateSettings(studyId: number, settings: StudySettings): Promise<void>;
-  /**
-   * The study's settings as they stand now, share-locked to the end of the transaction: a change of them
-   * (`updateSettings`) committed before is seen, and one made meanwhile waits until this transaction ends.
-   */
-  settingsForWrite(studyId: number): Promise<Required<StudySettings>>;
   /** The study's sites by number; from the row itself when it carries its structure. */
   sites(study: Pick<Study, 'id' | 'structure'>): Promise<Site[]>;
   /** Visit and form ids by code; from the row itself when it carries its structure. */
@@ -98,6 +93,11 @@ export interface AuditEntry {
 
 export interface AuditStore {
   append(entries: AuditEntry[]): Promise<void>;
+  /**
+   * The transaction's rows about that study are appended only while the study is unlocked, checked in turn
+   * with the study's other writers and its lock; appending them to a locked study fails with `study_locked`.
+   */
+  appendOnlyWhileUnlocked(studyId: number): void;
   /** A study's audit rows in id order with their chain links, for verification. */
   chain(studyId: number): Promise<(ChainedContent & { id: number; prevHash: string | null; hash: string | null })[]>;
   /** Takes the study's checkpoint lock to the end of the transaction: one process checkpoints a study at a time. */

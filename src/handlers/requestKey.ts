@@ -1,4 +1,4 @@
-import { authenticateRequest, type KeyRequest } from '../domain/apiKeys/admission.js';
+import { authenticateRequest, recheckRequest, type KeyRequest } from '../domain/apiKeys/admission.js';
 import type { KoaContext } from './types.js';
 
 /** `Authorization: Bearer <value>`; anything else present is a malformed key. */
@@ -18,4 +18,15 @@ function bearerOf(header: string | string[] | undefined): string | undefined {
 export function keyRequestOf(ctx: KoaContext): Promise<KeyRequest> {
   ctx.state.keyRequest ??= authenticateRequest(ctx.state.services.keyLookup, bearerOf(ctx.request.headers.authorization), new Date());
   return ctx.state.keyRequest;
+}
+
+/**
+ * Once a request's body has arrived, its key and study are looked up again (without counting the request
+ * again), and the call is decided on them as they are then: a key revoked, expired or stopped while the body
+ * arrived is refused with its 401, and a key whose maker lost a site or was blinded meanwhile, or whose study
+ * was locked or had its API switched off, reaches only what it may reach now (recheckRequest).
+ */
+export function recheckAfterBody(ctx: KoaContext): void {
+  const counted = keyRequestOf(ctx);
+  ctx.state.keyRequest = counted.then((request) => recheckRequest(ctx.state.services.keyLookup, bearerOf(ctx.request.headers.authorization), new Date(), request));
 }

@@ -1,6 +1,6 @@
 import type {
   AuditEntry, AuditStore, Consent, NewQuery, NewWebhookEvent, WebhookStore, Patient, PatientStore, QueryStore, RecordKey, RecordStore, Site, StoredRecord,
-  Study, StudySettings, StudyStore,
+  Study, StudyStore,
 } from '../../src/domain/stores.js';
 import { DomainError } from '../../src/domain/errors.js';
 import type { StudyDesign } from '../../src/domain/studyDesign/types.js';
@@ -50,13 +50,6 @@ class FakeStudyStore implements StudyStore {
 
   async updateSettings(): Promise<void> {
     notFaked('studies.updateSettings');
-  }
-
-  /** The row's settings; one transaction and no other writer, so the share lock is a no-op. */
-  async settingsForWrite(studyId: number): Promise<Required<StudySettings>> {
-    const study = this.rows.find((s) => s.id === studyId);
-    if (!study) throw new Error(`fakeStores: no study ${studyId}`);
-    return { apiEnabled: study.apiEnabled, enrolmentOpen: study.enrolmentOpen, locked: study.locked };
   }
 
   async sites(study: Pick<Study, 'id' | 'structure'>): Promise<Site[]> {
@@ -181,6 +174,9 @@ class FakeAuditStore implements AuditStore {
   async append(entries: AuditEntry[]): Promise<void> {
     this.entries.push(...copy(entries));
   }
+
+  /** A fake study is locked or not for a whole use case: the study a use case is given says which. */
+  appendOnlyWhileUnlocked(): void {}
 
   async chain(): Promise<never> {
     return notFaked('audit.chain');

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { admissionOf, authenticateRequest, type KeyGate } from '../../src/domain/apiKeys/admission.js';
+import { admissionOf, authenticateRequest, recheckRequest, type KeyGate } from '../../src/domain/apiKeys/admission.js';
 import { authenticateKey } from '../../src/domain/apiKeys/authenticateKey.js';
 import type { KeyRight } from '../../src/domain/apiKeys/keyAccess.js';
 import { createApiKey, type NewApiKey } from '../../src/domain/apiKeys/createApiKey.js';
@@ -184,7 +184,7 @@ describe('authenticateRequest and admissionOf', () => {
   const value = generateKeyValue();
   const study = { id: 1, code: 'DEMO', name: 'Demo', apiEnabled: true } as Study;
   /** A gate over one stored key that counts every request whose key it finds, as the store does, and records the counts taken back. */
-  const gateWith = (key: ApiKeyWithMaker | undefined, points = 1) => {
+  const gateWith = (key: ApiKeyWithMaker | undefined, points = 1, now: { key?: ApiKeyWithMaker; study?: Study } = {}) => {
     const counted: number[] = [];
     const gate: KeyGate = {
       findAndCount: (_fingerprint, at) => {
@@ -192,6 +192,8 @@ describe('authenticateRequest and admissionOf', () => {
         counted.push(key.id);
         return Promise.resolve({ key, study, window: { points, expire: NOW.getTime() + 30_000 }, receipt: { keyId: key.id, at: at.getTime(), placed: true, usedBefore: null, usedAt: 'now' } });
       },
+      // The key and study as a later look-up finds them: `now` when the test changed them since.
+      find: () => Promise.resolve(key && { key: now.key ?? key, study: now.study ?? study }),
       takeBack: (receipt) => {
         counted.splice(counted.indexOf(receipt.keyId), 1);
         return Promise.resolve();
@@ -210,6 +212,23 @@ describe('authenticateRequest and admissionOf', () => {
     const { gate, counted } = gateWith(storedKey(value));
     const request = await authenticateRequest(gate, value, NOW);
     expect([request.key.keyId, request.study.code, request.window.points, counted]).to.deep.equal([11, 'DEMO', 1, [11]]);
+  });
+
+  it('decides a request whose body has arrived on its key and study as they are then, keeping its count and place in the minute', async () => {
+    const locked = { ...study, locked: true };
+    const { gate, counted } = gateWith(storedKey(value), 7, { key: storedKey(value, { makerSiteIds: [2] }), study: locked });
+    const request = await recheckRequest(gate, value, NOW, await authenticateRequest(gate, value, NOW));
+    expect([request.key.siteIds, request.study.locked, request.window.points, counted]).to.deep.equal([[2], true, 7, [11]]);
+  });
+
+  it('refuses a request whose key stopped working while its body arrived with the key\'s 401, taking its count back', async () => {
+    for (const changes of [{ revokedAt: NOW }, { expiresAt: NOW }, { makerIsManager: false }, { canRead: true, makerCanExport: false }]) {
+      const { gate, counted } = gateWith(storedKey(value), 1, { key: storedKey(value, changes) });
+      const first = await authenticateRequest(gate, value, NOW);
+      expect(counted).to.deep.equal([11]);
+      expect((await refusal(recheckRequest(gate, value, NOW, first))).code).to.match(/^key_(revoked|expired|stopped)$/);
+      expect(counted).to.deep.equal([]);
+    }
   });
 
   it('refuses over the rate first, then another study as an unknown one, then a missing right, always with the rate used', async () => {

@@ -34,6 +34,8 @@ export interface FoundKey {
 export interface KeyGate {
   /** Finds the key of `fingerprint` and counts one request of it at `at` (rate window and usage counters), whatever the key's state. */
   findAndCount(fingerprint: Buffer, at: Date): Promise<FoundKey | undefined>;
+  /** Finds the key of `fingerprint` with its study as they are now, counting nothing. */
+  find(fingerprint: Buffer): Promise<Pick<FoundKey, 'key' | 'study'> | undefined>;
   /** Takes back a request's count, entirely: counter, time of last use, place in the minute. */
   takeBack(receipt: CountReceipt): Promise<void>;
 }
@@ -44,6 +46,8 @@ export interface KeyRequest {
   study: Study;
   /** The request's place in its key's minute. */
   window: RateWindow;
+  /** What takes the request's count back, should the key stop working before the request is answered. */
+  receipt: CountReceipt;
 }
 
 /**
@@ -59,9 +63,30 @@ export async function authenticateRequest(gate: KeyGate, bearer: string | undefi
   const fingerprint = fingerprintOfBearer(bearer);
   const found = await gate.findAndCount(fingerprint, at);
   try {
-    return { key: workingKey(found?.key, fingerprint, at), study: found!.study, window: found!.window };
+    return { key: workingKey(found?.key, fingerprint, at), study: found!.study, window: found!.window, receipt: found!.receipt };
   } catch (error) {
     if (found) await gate.takeBack(found.receipt);
+    throw error;
+  }
+}
+
+/**
+ * The counted request again, with its key and study as they are at `at`: what a request with a body is
+ * decided on once the body has arrived. Its key was authenticated from the headers, before a byte of the
+ * body was read, and a body may take up to the body deadline (60 seconds) to arrive; meanwhile the key may
+ * have been revoked, expired or stopped, its maker may have lost a site or been blinded, and the study may
+ * have been locked or its API switched off. The request keeps its count and its place in the minute; a key
+ * that no longer works is refused with its 401 and the count taken back, as for a key refused at once.
+ *
+ * @throws DomainError key_unknown, key_revoked, key_expired, key_stopped
+ */
+export async function recheckRequest(gate: KeyGate, bearer: string | undefined, at: Date, counted: KeyRequest): Promise<KeyRequest> {
+  const fingerprint = fingerprintOfBearer(bearer);
+  const found = await gate.find(fingerprint);
+  try {
+    return { ...counted, key: workingKey(found?.key, fingerprint, at), study: found!.study };
+  } catch (error) {
+    await gate.takeBack(counted.receipt);
     throw error;
   }
 }
@@ -73,7 +98,7 @@ export type Admission = { rate: RateDecision } & ({ study: Study; refusal?: unde
  * Decides whether a counted request may make a call on `studyCode` needing `right`: first the rate
  * (429), then the study (404, exactly as for a study that does not exist) and the right (403).
  */
-export function admissionOf(request: KeyRequest, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
+export function admissionOf(request: Pick<KeyRequest, 'key' | 'study' | 'window'>, call: { studyCode: string; right: KeyRight }, perMinute: number, now = Date.now()): Admission {
   const rate = rateDecision(request.window, perMinute, now);
   if (!rate.allowed) return { rate, refusal: new DomainError('rate_limited', { limit: rate.limit, retry_after: rate.resetSeconds }) };
   try {

@@ -59,13 +59,13 @@ import type {
 } from '../stores.js';
 import { hiddenFormCodes } from '../studies/designForKey.js';
 import { requireStudy } from '../studies/requireStudy.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
 import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
 import { itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 type Stores = {
   studies: StudyStore; people: PeopleStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore;
@@ -144,7 +144,7 @@ export async function confirmImport(
   input: ImportRef & { choices?: Readonly<Record<number, ItemChoice>>; reason?: string },
 ): Promise<DecisionResult> {
   const { study, patient, writeAccess, found } = await openDecision(stores, person, input);
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: patient.subject });
   const identity = identityToLink(patient, found);
   const choices = resolveChoices(found.items, input.choices);

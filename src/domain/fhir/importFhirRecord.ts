@@ -8,7 +8,6 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import { submitRecords } from '../records/submitRecords.js';
 import type { AuditStore, FhirImportStore, PatientStore, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { designForKey, hiddenFormCodes } from '../studies/designForKey.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import type { FhirEntry } from './fhirEntry.js';
 import { tableOf } from './cellField.js';
@@ -21,6 +20,7 @@ import { mapToEcrf } from './mapToEcrf.js';
 import { patientForKey } from '../patients/patientReach.js';
 import { checkPatientIdentity } from './patientIdentity.js';
 import { validateR4 } from './validateR4.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 type Stores = { studies: StudyStore; patients: PatientStore; records: RecordStore; queries: QueryStore; audit: AuditStore; fhirImports: FhirImportStore; webhooks: WebhookStore };
 
@@ -82,7 +82,7 @@ export async function importFhirRecord(
   study: Study,
   input: { subject: string; mode: 'review' | 'save'; entries: FhirEntry[] },
 ): Promise<FhirImportResult> {
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   const patient = await patientForKey(stores.patients, key, study, input.subject);
   if (!consentAllowsEntry(study.consentRequired, patient.consent)) throw new DomainError('consent_missing', { subject: input.subject });
   validateR4(input.entries);

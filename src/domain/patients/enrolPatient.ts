@@ -3,9 +3,9 @@ import type { KeyContext } from '../apiKeys/keyContext.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError, isDomainError, type FieldError } from '../errors.js';
 import type { AuditStore, Patient, PatientStore, Site, Study, StudyStore, WebhookStore } from '../stores.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { carriesSite, subjectNumber } from './subjectNumber.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 export interface Enrolment {
   site: string;
@@ -56,7 +56,8 @@ export async function enrolPatient(
   input: Enrolment,
   today = latestToday(),
 ): Promise<{ subject: string; site: string }> {
-  if (!(await writableStudy(stores.studies, study)).enrolmentOpen) throw new DomainError('enrolment_closed');
+  requireUnlocked(stores.audit, study);
+  if (!study.enrolmentOpen) throw new DomainError('enrolment_closed');
   const site = (await stores.studies.sites(study)).find((s) => s.number === input.site && key.siteIds.includes(s.id));
   if (!site) throw new DomainError('unknown_site', { site: input.site }, [{ pointer: '/site', code: 'unknown_site', params: { site: input.site } }]);
   const errors = enrolmentErrors(input, today);

@@ -2,10 +2,10 @@ import { actorRef, authorOf, type Actor } from '../actor.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { reachableQuery } from './reachableQuery.js';
 import { answerRefusal, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /**
  * Answers a query (issue 22.2): the answer joins the query's thread and the query becomes `answered`,
@@ -20,7 +20,7 @@ export async function answerQuery(
   study: Study,
   input: { queryId: number; text: string },
 ): Promise<QueryReadRow> {
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   const text = queryText(input.text, '/text');
   const query = await reachableQuery(stores, access, study, input.queryId);
   const refusal = answerRefusal(query);

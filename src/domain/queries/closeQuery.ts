@@ -2,10 +2,10 @@ import { actorRef, authorOf, reasonOf, type Actor } from '../actor.js';
 import { DomainError } from '../errors.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, Study, StudyStore, WebhookStore } from '../stores.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { reachableQuery } from './reachableQuery.js';
 import { closeRefusal, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /**
  * Closes a query with a reason (issue 22.2): one the actor raised, or one that is answered. The one
@@ -20,7 +20,7 @@ export async function closeQuery(
   study: Study,
   input: { queryId: number; reason: string },
 ): Promise<QueryReadRow> {
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   const reason = queryText(input.reason, '/reason');
   const query = await reachableQuery(stores, access, study, input.queryId);
   const closer = actorRef(actor);

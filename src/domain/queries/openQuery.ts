@@ -4,9 +4,9 @@ import { consentAllowsEntry } from '../patients/consentGate.js';
 import type { WriteAccess } from '../records/submitRecords.js';
 import type { AuditStore, PatientStore, QueryReadRow, QueryStore, RecordStore, Study, StudyStore, WebhookStore } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import { queryablePlace, queryText } from './queryRules.js';
 import { recordQueryStep } from './queryStep.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /** The place a query is raised on, as a client names it (spec, QueryOpening). */
 export interface QueryOpeningInput {
@@ -38,7 +38,7 @@ export async function openQuery(
   study: Study,
   input: QueryOpeningInput,
 ): Promise<QueryReadRow> {
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   const message = queryText(input.message, '/message');
   const [patient] = await stores.patients.findBySubjects(study.id, [input.subject]);
   if (!patient || !access.siteIds.includes(patient.siteId) || patient.dataUseWithdrawnAt) throw unknownPlace('subject', 'unknown_subject', { subject: input.subject });

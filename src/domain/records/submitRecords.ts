@@ -8,7 +8,6 @@ import type {
   AuditEntry, AuditStore, NewWebhookEvent, PatientStore, QueryStore, RecordKey, RecordStore, StoredRecord, Study, StudyStore, WebhookStore,
 } from '../stores.js';
 import { formHidden } from '../studies/designForKey.js';
-import { writableStudy } from '../studies/writableStudy.js';
 import type { EditCheckDef, FormDef, VisitDef } from '../studyDesign/types.js';
 import { studyEvent } from '../webhooks/webhookEvents.js';
 import { issueCodeOf, planQueries, queryCauses, type OpenQuery, type QueryCause } from './autoQueries.js';
@@ -18,6 +17,7 @@ import {
   type ChangedField, type FieldIssue, type NotDoneMark, type RecordContent,
 } from './recordContent.js';
 import { visitWindowDates, type VisitWindowDates } from './visitDate.js';
+import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 /** One record as a client sends it (interface description, "Record (form instance), as sent"). */
 export interface RecordInput {
@@ -140,7 +140,7 @@ export async function submitRecords(
   inputs: RecordInput[],
   options: { validateOnly: boolean; source: RecordSource; fillOnly?: boolean },
 ): Promise<RecordOutcome[]> {
-  await writableStudy(stores.studies, study);
+  requireUnlocked(stores.audit, study);
   const unknown = unknownDesignErrors(study, inputs);
   if (unknown.length > 0) {
     const indexes = [...new Set(unknown.map((e) => Number(e.pointer.split('/')[2])))];
