@@ -61,7 +61,7 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     const actor = portalActor(ctx);
     const [keys, reads, sites, subscriptions, deliveries] = await Promise.all([
       listApiKeys(stores, access.study.code),
-      listReads(stores, access.study.code, READS_SHOWN),
+      listReads(stores, access.study.code, READS_SHOWN, access.siteIds),
       stores.studies.sites(access.study),
       listSubscriptions(stores, actor, { study: access.study.code }),
       listDeliveries(stores, actor, { study: access.study.code, limit: DELIVERIES_SHOWN }),
