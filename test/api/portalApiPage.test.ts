@@ -200,4 +200,12 @@ describe('staff portal: the study\'s API page', () => {
     // A manager of every site still sees both.
     expect(reads((await manager.get(`/p/${world.code}/api`)).html)).to.include(`subject=${other}`).and.include(`subject=${own}`);
   });
+
+  it('lists each read under the call that made it, the exports and the FHIR reads included', async () => {
+    const base = `/api/v1/studies/${world.code}`;
+    for (const path of ['/datasets', '/datasets/VS', '/odm?content=metadata', '/fhir', '/audit?limit=1']) expect((await app.call('GET', `${base}${path}`, { key: world.key })).status, path).to.equal(200);
+    const page = await manager.get(`/p/${world.code}/api`);
+    const calls = [...page.html.matchAll(/<code>(GET [^<]*)<\/code>/g)].map((m) => m[1]).slice(0, 5);
+    expect(calls).to.deep.equal([`GET ${base}/audit`, `GET ${base}/fhir`, `GET ${base}/odm`, `GET ${base}/datasets/VS`, `GET ${base}/datasets`]);
+  });
 });
