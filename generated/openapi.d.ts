@@ -482,7 +482,9 @@ export interface paths {
          * List the study's datasets (CDISC Dataset-JSON)
          * @description Lists the datasets that `getDataset` serves: one per form the key may see, and one per table field of
          *     such a form (its rows are the table's rows, one per table row). Each has its `name` (the form code in
-         *     capitals, or `<FORM>_<TABLE>`), its label, its item group OID (the `ItemGroupDef` OID of the ODM
+         *     capitals, or `<FORM>_<TABLE>`; where two datasets would share a name, the form `mh_conditions` and the
+         *     table `conditions` of the form `mh`, the first in the design's order keeps it and the other takes `_2`,
+         *     or `_3` and on when that too is a dataset's name), its label, its item group OID (the `ItemGroupDef` OID of the ODM
          *     export, so the two exports describe the same thing) and its row count as the key may see it (the
          *     key's sites, no patient who withdrew consent to data use). Needs the read right. Counted in the read
          *     log.

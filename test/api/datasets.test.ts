@@ -5,9 +5,10 @@ import { parseStudyDesign } from '../../src/domain/studyDesign/parseStudyDesign.
 import type { ColumnDef, FormDef } from '../../src/domain/studyDesign/types.js';
 import { createExportWorld, recordsRead, type ExportWorld } from '../helpers/exportWorld.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
-import { makeKey } from '../helpers/factories.js';
+import { createStudyWorld, demoDesign, giveConsent, makeKey } from '../helpers/factories.js';
 import { at, present } from '../helpers/only.js';
 import { startTestApp, type TestApp } from '../helpers/testApp.js';
+import { resetDatabase } from '../helpers/testDatabase.js';
 
 /**
  * The Dataset-JSON v1.1 export (listDatasets, getDataset) read by a validator built only from CDISC's
@@ -64,11 +65,13 @@ describe('Dataset-JSON exports (listDatasets, getDataset)', () => {
     expect(byName.get('AE_EVENTS')?.records).to.equal(1);
   });
 
-  it('serves every dataset valid against the official schema, with the rows the records read gives', async () => {
-    const records = await recordsRead(app, code, world.key);
-    const list = (await app.call<Datasets>('GET', `${base}/datasets`, { key: world.key })).body.datasets;
+  for (const who of ['key', 'blindedKey', 'site02Key'] as const) it(`serves every dataset valid against the official schema, with the rows the records read gives (${who})`, async () => {
+    const key = world[who];
+    const records = await recordsRead(app, code, key);
+    expect(records.length).to.be.above(0);
+    const list = (await app.call<Datasets>('GET', `${base}/datasets`, { key })).body.datasets;
     for (const summary of list) {
-      const res = await app.call<Dataset>('GET', `${base}/datasets/${summary.name}`, { key: world.key });
+      const res = await app.call<Dataset>('GET', `${base}/datasets/${summary.name}`, { key });
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.match(/^application\/json/);
       const file = res.body;
@@ -174,5 +177,47 @@ describe('Dataset-JSON exports (listDatasets, getDataset)', () => {
     expect(malformed.status).to.equal(400);
     const writer = await makeKey(app.db.knex, { study: code, by: world.manager, canRead: false });
     for (const path of ['/datasets', '/datasets/VS']) expect((await app.call('GET', `${base}${path}`, { key: writer.key })).status).to.equal(403);
+  });
+});
+
+describe('Dataset-JSON exports: names two datasets would share', () => {
+  let app: TestApp;
+  let key: string;
+  const code = 'DSN';
+  const base = `/api/v1/studies/${code}`;
+  // A form `mh_conditions` beside the form `mh` with its table `conditions`: both datasets would be called MH_CONDITIONS.
+  const design = demoDesign(code, (d) => {
+    d.forms.push({ code: 'mh_conditions', name: 'Conditions noted', team: 'all', fields: [{ code: 'note', label: 'Note', type: 'text', required: true }] });
+    d.visits.find((v) => v.code === 'screening')?.forms.push('mh_conditions');
+  });
+
+  before(async () => {
+    app = await startTestApp();
+    await resetDatabase(app.db.knex);
+    const world = await createStudyWorld(app.db.knex, design);
+    key = world.key;
+    const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `${base}/patients`, { key, body: { site: '01', sex: 'female', birth_year: 1961, enrolled_on: '2026-01-05' } });
+    await giveConsent(app.db.knex, code, enrolled.body.subject);
+    const sent = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `${base}/records`, { key, body: { records: [
+      { subject: enrolled.body.subject, visit: 'screening', form: 'mh', tables: { conditions: [{ term: 'Hypertension' }] } },
+      { subject: enrolled.body.subject, visit: 'screening', form: 'mh_conditions', values: { note: 'Seen by the GP' } },
+    ] } });
+    expect(sent.body.counts.ok, JSON.stringify(sent.body)).to.equal(2);
+  });
+  after(() => app.close());
+
+  it('gives each dataset a name of its own, and serves each by its name, the one served before keeping it', async () => {
+    const list = (await app.call<Datasets>('GET', `${base}/datasets`, { key })).body.datasets;
+    const names = list.map((d) => d.name);
+    expect(new Set(names).size, names.join(', ')).to.equal(names.length);
+    expect(list.filter((d) => d.name.startsWith('MH_CONDITIONS')).map((d) => [d.name, d.itemGroupOID])).to.deep.equal([
+      ['MH_CONDITIONS', 'IG.MH.CONDITIONS'], ['MH_CONDITIONS_2', 'IG.MH_CONDITIONS'],
+    ]);
+    for (const summary of list) {
+      const file = (await app.call<Dataset>('GET', `${base}/datasets/${summary.name}`, { key })).body;
+      expect([file.name, file.itemGroupOID, file.records], summary.name).to.deep.equal([summary.name, summary.itemGroupOID, summary.records]);
+    }
+    const note = (await app.call<Dataset>('GET', `${base}/datasets/MH_CONDITIONS_2`, { key })).body;
+    expect(note.rows?.map((r) => r[note.columns.findIndex((c) => c.name === 'NOTE')])).to.deep.equal(['Seen by the GP']);
   });
 });

@@ -215,6 +215,23 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     expect(replica.sorted('patients').map((p) => p.subject)).to.deep.equal(db.patients.map((p) => p.subject));
   });
 
+  it('brings in the next load a query answered and then closed since the last, with its thread', async () => {
+    const subject = await enrol('01');
+    await send([{ subject, visit: 'screening', form: 'vs', values: vitals('236') }]);
+    const replica = new Replica((path) => get(path), 100);
+    await replica.load();
+    const query = present(replica.sorted('queries').find((q) => q.subject === subject && q.field === 'sbp'), 'the automatic query on sbp');
+    expect(query.status).to.equal('open');
+    // Another system answers it: the row's answers change, and with them its status.
+    const desk = (await makeKey(app.db.knex, { study: 'DEMO', by: world.manager, name: 'Query desk' })).key;
+    expect((await app.call('POST', `${base}/queries/${query.id}/answers`, { key: desk, body: { text: 'Measured twice.' } })).status).to.equal(201);
+    const answered = await replica.load();
+    expect(answered.rows.queries.filter((q) => q.id === query.id).map((q) => [q.status, q.answers.map((a) => a.text)])).to.deep.equal([['answered', ['Measured twice.']]]);
+    expect((await app.call('POST', `${base}/queries/${query.id}/close`, { key: desk, body: { reason: 'Answer accepted.' } })).status).to.equal(200);
+    const closed = await replica.load();
+    expect(closed.rows.queries.filter((q) => q.id === query.id).map((q) => [q.status, q.close_reason])).to.deep.equal([['closed', 'Answer accepted.']]);
+  });
+
   it('gives every page of a run the watermark of its first page, and a watermark no later than now', async () => {
     const before = Date.now();
     const first = await get('/records?limit=1');

@@ -180,4 +180,32 @@ describe('staff portal: the study\'s API page', () => {
       { action: 'webhook.subscribed', author: managerName }, { action: 'webhook.enabled', author: managerName }, { action: 'webhook.removed', author: managerName },
     ]);
   });
+
+  it('names to a manager of some sites only the patients of those sites that reads asked for, never a patient of another site', async () => {
+    const site02 = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '02', sex: 'female', birth_year: 1962, enrolled_on: '2026-02-01' } });
+    const site01 = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: { site: '01', sex: 'female', birth_year: 1963, enrolled_on: '2026-02-01' } });
+    const [other, own] = [site02.body.subject, site01.body.subject];
+    expect(other).to.match(/^02-/);
+    // A key of every site reads the patient of site 02, then one of site 01, by their numbers.
+    for (const subject of [other, own]) expect((await app.call('GET', `/api/v1/studies/${world.code}/records?subject=${subject}`, { key: world.key })).status).to.equal(200);
+    await addStaff(app.db.knex, 'site01-manager@sdx.test', { study: world.code, role: 'manager', canExport: true, sites: ['01'] });
+    const siteManager = new PortalClient(app.baseUrl);
+    expect((await siteManager.signIn('site01-manager@sdx.test', STAFF_PASSWORD)).status).to.equal(303);
+    // The manager of site 01 may not open the card of site 02's patient: the page of reads must not name them either.
+    expect((await siteManager.get(`/p/${world.code}/s/${other}`)).status).to.equal(403);
+    const reads = (html: string) => present(/<table class="grid" id="reads">([\s\S]*?)<\/table>/.exec(html)?.[1], 'the reads table').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+    const seen = reads((await siteManager.get(`/p/${world.code}/api`)).html);
+    expect(seen).to.not.include(other);
+    expect(seen).to.include(`subject=${own}`).and.include('subject=…');
+    // A manager of every site still sees both.
+    expect(reads((await manager.get(`/p/${world.code}/api`)).html)).to.include(`subject=${other}`).and.include(`subject=${own}`);
+  });
+
+  it('lists each read under the call that made it, the exports and the FHIR reads included', async () => {
+    const base = `/api/v1/studies/${world.code}`;
+    for (const path of ['/datasets', '/datasets/VS', '/odm?content=metadata', '/fhir', '/audit?limit=1']) expect((await app.call('GET', `${base}${path}`, { key: world.key })).status, path).to.equal(200);
+    const page = await manager.get(`/p/${world.code}/api`);
+    const calls = [...page.html.matchAll(/<code>(GET [^<]*)<\/code>/g)].map((m) => m[1]).slice(0, 5);
+    expect(calls).to.deep.equal([`GET ${base}/audit`, `GET ${base}/fhir`, `GET ${base}/odm`, `GET ${base}/datasets/VS`, `GET ${base}/datasets`]);
+  });
 });

@@ -16,7 +16,7 @@ import { fingerprintOf, generateKeyValue, hintOf, isWellFormedKey, KEY_PREFIX, s
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { only } from '../helpers/only.js';
-import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, PeopleStore, ReadLogStore, Role, Site, Study, StudyStore, User } from '../../src/domain/stores.js';
+import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, Patient, PatientStore, PeopleStore, ReadLogRow, ReadLogStore, Role, Site, Study, StudyStore, User } from '../../src/domain/stores.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const DAY = 86_400_000;
@@ -406,7 +406,7 @@ describe('listReads', () => {
   const reads = () => {
     const asked: [number, number][] = [];
     const readLog = fake<ReadLogStore>({ lastReads: (studyId, limit) => { asked.push([studyId, limit]); return Promise.resolve([]); } });
-    return { asked, stores: { studies: world().stores.studies, readLog } };
+    return { asked, stores: { studies: world().stores.studies, readLog, patients: fake<PatientStore>({}) } };
   };
 
   it('asks the store for the study\'s last 50 reads by default, or as many as asked', async () => {
@@ -425,5 +425,25 @@ describe('listReads', () => {
     }
     expect((await refusal(listReads(r.stores, 'NOSUCH'))).code).to.equal('study_not_found');
     expect(r.asked).to.deep.equal([]);
+  });
+
+  it('shows a person the patients that reads named only at the person\'s sites; the command line sees every read as logged', async () => {
+    const read = (id: number, filters: Record<string, unknown>): ReadLogRow => ({ id, keyId: 1, keyName: 'K', at: NOW, operation: 'records', filters, rows: 1 });
+    const logged = [
+      read(1, { subject: '01-001', limit: 500 }), read(2, { subject: '02-001', limit: 500 }), read(3, { subject: '09-404', limit: 500 }),
+      read(4, { import: 'DEMO-02-001-3' }), read(5, { import: 'DEMO-01-001-1' }), read(6, { site: '02', limit: 500 }),
+    ];
+    const patient = (subject: string, siteId: number) => ({ subject, siteId, consent: undefined }) as Patient & { consent: undefined };
+    const stores = {
+      studies: world().stores.studies,
+      readLog: fake<ReadLogStore>({ lastReads: () => Promise.resolve(logged) }),
+      patients: fake<PatientStore>({ findBySubjects: (_study, subjects) => Promise.resolve([patient('01-001', 1), patient('02-001', 2)].filter((p) => subjects.includes(p.subject))) }),
+    };
+    expect((await listReads(stores, 'DEMO', 50, [1])).map((r) => r.filters)).to.deep.equal([
+      { subject: '01-001', limit: 500 }, { subject: '…', limit: 500 }, { subject: '…', limit: 500 },
+      { import: '…' }, { import: 'DEMO-01-001-1' }, { site: '02', limit: 500 },
+    ]);
+    expect((await listReads(stores, 'DEMO', 50, [1, 2])).map((r) => r.filters.subject ?? r.filters.import)).to.deep.equal(['01-001', '02-001', '…', 'DEMO-02-001-3', 'DEMO-01-001-1', undefined]);
+    expect(await listReads(stores, 'DEMO', 50)).to.deep.equal(logged);
   });
 });

@@ -60,12 +60,25 @@ function tableDataset(design: StudyDesign, form: FormDef, table: TableFieldDef):
   };
 }
 
-/** The datasets of the forms given (the forms a key may see), in the design's order. */
+/**
+ * The datasets of the forms given (the forms a key may see), in the design's order, each with a name of its
+ * own: the form `mh_conditions` and the table `conditions` of the form `mh` would both be `MH_CONDITIONS`,
+ * and `getDataset` could serve only one of them. The first in the design's order keeps the name (the one
+ * served before names were made unique); a later one takes the first `_2`, `_3`… that no dataset is called.
+ */
 export function datasetsOf(design: StudyDesign, forms: FormDef[]): DatasetDefinition[] {
-  return forms.flatMap((form) => [
+  const datasets = forms.flatMap((form) => [
     formDataset(design, form),
     ...form.fields.filter((f): f is TableFieldDef => f.type === 'table').map((table) => tableDataset(design, form, table)),
   ]);
+  const used = new Set<string>();
+  const natural = new Set(datasets.map((d) => d.name));
+  return datasets.map((dataset) => {
+    let name = dataset.name;
+    for (let n = 2; used.has(name) || (name !== dataset.name && natural.has(name)); n += 1) name = `${dataset.name}_${n}`;
+    used.add(name);
+    return name === dataset.name ? dataset : { ...dataset, name };
+  });
 }
 
 /** Where a record stands: the columns every dataset starts with. */

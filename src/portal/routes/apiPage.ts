@@ -8,6 +8,7 @@ import { requireManager, staffAccess, type StaffAccess } from '../../domain/peop
 import { changeStudySettings } from '../../domain/studies/studySettings.js';
 import { addSubscription, enableSubscription, listDeliveries, listSubscriptions, removeSubscription } from '../../domain/webhooks/subscriptions.js';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhookEvents.js';
+import type { ReadLogRow } from '../../domain/stores.js';
 import { createStores, inTransaction } from '../../db/stores.js';
 import { isRefusal, statusOf } from '../../errorStatus.js';
 import type { Services } from '../../requestState.js';
@@ -23,6 +24,23 @@ import { resolveHost } from '../../webhookSender.js';
 const READS_SHOWN = 50;
 /** The latest webhook deliveries listed on the page. */
 const DELIVERIES_SHOWN = 50;
+
+/**
+ * The address, below the study's, of the call a read was made with: the read log names its calls for short
+ * (`dataset` for one dataset, `fhir_imports` and `fhir_import` for the FHIR reads), and the page shows the call.
+ */
+function callPathOf(read: ReadLogRow): string {
+  const filter = (name: string) => {
+    const value = read.filters[name];
+    return typeof value === 'string' ? value : '';
+  };
+  switch (read.operation) {
+    case 'dataset': return `datasets/${filter('dataset')}`;
+    case 'fhir_imports': return 'fhir';
+    case 'fhir_import': return `fhir/${filter('import')}`;
+    default: return read.operation;
+  }
+}
 
 /** What the subscribe form holds, so a refused form comes back as the manager left it. */
 interface WebhookForm { url: string; events: string[] }
@@ -61,14 +79,14 @@ export function apiPageRoutes(router: Router<PortalState>, services: Services): 
     const actor = portalActor(ctx);
     const [keys, reads, sites, subscriptions, deliveries] = await Promise.all([
       listApiKeys(stores, access.study.code),
-      listReads(stores, access.study.code, READS_SHOWN),
+      listReads(stores, access.study.code, READS_SHOWN, access.siteIds),
       stores.studies.sites(access.study),
       listSubscriptions(stores, actor, { study: access.study.code }),
       listDeliveries(stores, actor, { study: access.study.code, limit: DELIVERIES_SHOWN }),
     ]);
     const form = extra.form ?? { ...EMPTY_FORM, read: access.canExport, sites: sites.filter((s) => access.managerSiteIds.includes(s.id)).map((s) => s.number) };
     renderPage(ctx, 'apiPage', {
-      title: 'api.title', study: access.study, access, keys, reads, terms: KEY_TERMS,
+      title: 'api.title', study: access.study, access, keys, reads, callPath: callPathOf, terms: KEY_TERMS,
       sites: sites.filter((s) => access.managerSiteIds.includes(s.id)), form, error: extra.error ?? null, switchError: extra.switchError ?? null,
       // The notice after a revocation names the key only when it is revoked indeed: a crafted link cannot say otherwise.
       revoked: keys.find((k) => String(k.id) === ctx.query.revoked && k.state === 'revoked')?.id ?? null,
