@@ -25,16 +25,20 @@ export function currentRecords(records: StoredRecord[], visitIds: Map<string, nu
 
 /**
  * What a record holds in a field (its value, or its not-done mark, written `[ND]`), or in the cell of a
- * table field (`field` = `<table>.<column>` with a row); null when empty.
+ * table field (`field` = `<table>.<column>` with a row): the cell's text, or the table's mark when the
+ * table carries one (a marked table holds no rows, and its mark stands for every cell); null when empty.
  */
 export function savedValueAt(record: StoredRecord | undefined, field: string, row: number | null): SavedValue | null {
   if (!record) return null;
+  const markOf = (code: string): SavedValue | null => {
+    const mark = record.notDone[code];
+    return mark ? { text: markText(mark), notDone: true } : null;
+  };
   if (row !== null) {
     const { table, column } = cellOf(field);
-    return textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
+    return markOf(table) ?? textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
   }
-  const mark = record.notDone[field];
-  return textOnly(emptyToNull(record.values[field])) ?? (mark ? { text: markText(mark), notDone: true } : null);
+  return textOnly(emptyToNull(record.values[field])) ?? markOf(field);
 }
 
 /** The text of what a place holds (`savedValueAt`), as an item's `saved_value` shows it. */
