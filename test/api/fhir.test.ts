@@ -305,6 +305,40 @@ describe('importFhirRecord', function () {
     });
   });
 
+  describe('a table the site marked not done before the file came', () => {
+    it('shows the file\'s rows for it as conflicts with the mark as saved, in both modes, and save mode leaves the mark', async () => {
+      const subject = await enrol('male', 1988, '2016-12-28');
+      const marked = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }] },
+      });
+      expect(marked.body.counts.ok).to.equal(1);
+      for (const mode of ['review', 'save'] as const) {
+        const res = await send(subject, synthea(BUSTER), { mode });
+        expect(res.status).to.equal(201);
+        expect(res.body).to.include({ status: 'proposed', mode });
+        expectCountsOfItems(res.body);
+        const mh = res.body.items.filter((i) => i.form === 'mh' && i.state !== 'skipped');
+        expect(mh.map((i) => [i.field, i.row, i.value, i.saved_value, i.state])).to.deep.equal([
+          ['conditions.code', 0, '40055000', '[NA]', 'conflict'],
+          ['conditions.term', 0, 'Chronic sinusitis (disorder)', '[NA]', 'conflict'],
+          ['conditions.onset', 0, '1994-09-02', '[NA]', 'conflict'],
+          ['conditions.ongoing', 0, 'yes', '[NA]', 'conflict'],
+          ['conditions.code', 1, '444814009', '[NA]', 'conflict'],
+          ['conditions.term', 1, 'Viral sinusitis (disorder)', '[NA]', 'conflict'],
+          ['conditions.onset', 1, '2011-10-04', '[NA]', 'conflict'],
+          ['conditions.ongoing', 1, 'no', '[NA]', 'conflict'],
+        ]);
+        expect(res.body.counts.conflicts).to.equal(mh.length);
+        const record = await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&form=mh`, { key: world.key });
+        const saved = at(record.body.records, 0, 'the medical history');
+        expect(saved.not_done, mode).to.deep.equal({ conditions: 'NA' });
+        expect(saved.tables, mode).to.deep.equal({});
+      }
+      // Save mode saved the other forms' new values, never the rows against the mark.
+      expect((await savedRecord(subject, 'screening', 'vs'))?.values).to.include({ sbp: '136' });
+    });
+  });
+
   describe('repeated and empty files (issue 19, point 6)', () => {
     const patientOnly = JSON.stringify({ resourceType: 'Bundle', type: 'collection', entry: [{ resource: { resourceType: 'Patient', id: 'p1', gender: 'male', birthDate: '1988-07-07' } }] });
     const proposedImports = async (subject: string) => app.db.knex('fhir_imports as f').join('patients as p', 'p.id', 'f.patient_id')

@@ -328,7 +328,8 @@ describe('staff portal: the FHIR review page', () => {
       key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }] },
     });
     expect(marked.body.counts.ok).to.equal(1);
-    await staff.get(url);
+    const page = await staff.get(url);
+    for (const position of mh) expect(itemRow(page, position)).to.include('changed since the import was made; now: [NA]');
     const refused = await staff.post(url, { decision: 'confirm_all' });
     expect(refused.status).to.equal(409);
     expect(refused.html).to.include('changed after the import was made');
@@ -338,6 +339,93 @@ describe('staff portal: the FHIR review page', () => {
     const saved = present(read.body.records.find((r) => r.form === 'mh'), 'the medical history');
     expect(saved.not_done).to.deep.equal({ conditions: 'NA' });
     expect(saved.tables).to.deep.equal({});
+  });
+
+  describe('a table marked not done before the file came', () => {
+    /** A patient whose medical history the site marked `NA` (no relevant history), then Buster's file proposed. */
+    async function markedThenProposed(): Promise<{ subject: string; url: string; items: Item[]; mh: number[] }> {
+      const enrolled = await app.call<AnswerOf<'createPatient', 201>>('POST', `/api/v1/studies/${world.code}/patients`, { key: world.key, body: ENROLMENT });
+      const subject = enrolled.body.subject;
+      await giveConsent(app.db.knex, world.code, subject, '2016-12-01');
+      const marked = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }] },
+      });
+      expect(marked.body.counts.ok).to.equal(1);
+      const res = await app.call<FhirImport>('POST', `/api/v1/studies/${world.code}/fhir?subject=${subject}`, { key: world.key, raw: BUSTER, contentType: 'application/fhir+json' });
+      expect(res.status).to.equal(201);
+      const mh = res.body.items.flatMap((item, position) => (item.form === 'mh' && item.state !== 'skipped' ? [position] : []));
+      expect(mh.map((p) => at(res.body.items, p).state)).to.deep.equal(Array(8).fill('conflict'));
+      return { subject, url: new URL(res.body.review_url).pathname, items: res.body.items, mh };
+    }
+
+    const medicalHistory = async (subject: string) => {
+      const read = await app.call<RecordsPage>('GET', `/api/v1/studies/${world.code}/records?subject=${subject}&form=mh`, { key: world.key });
+      return only(read.body.records);
+    };
+
+    it('shows the file\'s rows as conflicts with the mark, one keep-or-replace choice for the table; "confirm all" keeps the mark', async () => {
+      const { subject, url, items, mh } = await markedThenProposed();
+      const page = await staff.get(url);
+      const [lead = -1, ...others] = mh;
+      expect(itemRow(page, lead)).to.equal(`Relevant medical history — Code (SNOMED CT or ICD-10) conditions.code [row 1] 40055000 ${at(items, lead).resource} http://snomed.info/sct | 40055000 — Chronic sinusitis (disorder) ${at(items, lead).effective} began by enrolment (day -8153): history, recorded at Screening, the first visit with this form [NA] conflict keep the saved value replace it`);
+      expect(page.html).to.include(`name="conflict_${lead}" value="replace"`);
+      for (const position of others) {
+        expect(itemRow(page, position)).to.match(/ \[NA\] conflict taken with the table$/);
+        expect(page.html).to.not.include(`name="conflict_${position}"`);
+      }
+      const confirmed = await staff.post(url, { decision: 'confirm_all' });
+      expect(confirmed.status).to.equal(303);
+      const saved = await medicalHistory(subject);
+      expect(saved.not_done).to.deep.equal({ conditions: 'NA' });
+      expect(saved.tables).to.deep.equal({});
+      const audit = await app.db.knex('audit_events').where({ patient_id: await patientIdOf(subject), action: 'fhir.import_confirmed' }).first<DecisionRow | undefined>();
+      expect(audit?.details.kept).to.include.members(mh);
+      expect(audit?.details.saved).to.not.include.members([lead]);
+    });
+
+    it('replaces the mark with the file\'s rows on the one choice, through the records path, audited with the reason', async () => {
+      const { subject, url, mh } = await markedThenProposed();
+      await staff.get(url);
+      const [lead = -1] = mh;
+      const res = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${lead}`]: 'replace', change_reason: 'History found in the hospital record' });
+      expect(res.status).to.equal(303);
+      const saved = await medicalHistory(subject);
+      expect(saved.not_done).to.deep.equal({});
+      expect(saved.tables.conditions).to.deep.equal([
+        { term: 'Chronic sinusitis (disorder)', code: '40055000', onset: '1994-09-02', ongoing: 'yes' },
+        { term: 'Viral sinusitis (disorder)', code: '444814009', onset: '2011-10-04', ongoing: 'no' },
+      ]);
+      const patientId = await patientIdOf(subject);
+      const trail = await app.db.knex('audit_events').where({ patient_id: patientId, field_code: 'conditions' })
+        .select<{ action: string; author: string; old_value: string; new_value: string; reason: string; details: Record<string, string> }[]>('action', 'author', 'old_value', 'new_value', 'reason', 'details').orderBy('id');
+      const change = at(trail, trail.length - 1, 'the change of the table');
+      expect(change).to.include({ action: 'record.value_changed', author: 'Nina Nurse', old_value: '[NA]' });
+      expect(change.details).to.include({ old_value_kind: 'not_done' });
+      expect(JSON.parse(change.new_value)).to.deep.equal(saved.tables.conditions);
+      expect(change.reason).to.include('History found in the hospital record');
+      const decision = await app.db.knex('audit_events').where({ patient_id: patientId, action: 'fhir.import_confirmed' }).first<DecisionRow | undefined>();
+      expect(decision?.details.saved).to.include.members(mh);
+      const stored = present(await app.db.knex('fhir_imports').where({ patient_id: patientId }).first<StoredImport | undefined>(), 'the import');
+      expect(stored.status).to.equal('confirmed');
+      expect(mh.map((p) => at(stored.items, p).state)).to.deep.equal(Array(8).fill('saved'));
+    });
+
+    it('refuses to replace a mark that changed after the import was made, keeping the new mark', async () => {
+      const { subject, url, mh } = await markedThenProposed();
+      const changed = await app.call<AnswerOf<'submitFormRecords', 200>>('POST', `/api/v1/studies/${world.code}/records`, {
+        key: world.key, body: { records: [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'UNK' }, update: true }] },
+      });
+      expect(changed.body.counts.ok).to.equal(1);
+      const page = await staff.get(url);
+      const [lead = -1] = mh;
+      expect(itemRow(page, lead)).to.include('[NA] changed since the import was made; now: [UNK]');
+      const refused = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${lead}`]: 'replace', change_reason: 'History found' });
+      expect(refused.status).to.equal(409);
+      expect(refused.html).to.include('changed after the import was made');
+      const saved = await medicalHistory(subject);
+      expect(saved.not_done).to.deep.equal({ conditions: 'UNK' });
+      expect(saved.tables).to.deep.equal({});
+    });
   });
 
   it('never lets a confirmation overwrite a value a records call saves at the same moment into a form not saved before', async () => {

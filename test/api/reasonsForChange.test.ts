@@ -188,5 +188,28 @@ describe('reasons for change', () => {
       expect(res.status).to.equal(303);
       expect((await savedVs(strict, subject)).sbp).to.equal('136');
     });
+
+    it('asks a reason to replace a table\'s not-done mark with the file\'s rows where the study requires one, as for any saved value', async () => {
+      staff = new PortalClient(app.baseUrl);
+      expect((await staff.signIn(`nurse-${strict.code.toLowerCase()}@sdx.test`, STAFF_PASSWORD)).status).to.equal(303);
+      const subject = await patient(strict, BUSTER_ENROLMENT, '2016-12-01');
+      expect((await submit(strict, [{ subject, visit: 'screening', form: 'mh', not_done: { conditions: 'NA' } }])).body.counts.ok).to.equal(1);
+      const imported = await app.call<AnswerOf<'importFhirRecord', 201>>('POST', `/api/v1/studies/${strict.code}/fhir?subject=${subject}&mode=review`, { key: strict.key, raw: BUSTER, contentType: 'application/fhir+json' });
+      const url = new URL(imported.body.review_url).pathname;
+      const mark = imported.body.items.findIndex((i) => i.form === 'mh' && i.state === 'conflict');
+      expect(at(imported.body.items, mark).saved_value).to.equal('[NA]');
+      await staff.get(url);
+      const refused = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${mark}`]: 'replace' });
+      expect(refused.status).to.equal(422);
+      expect(refused.html).to.include('This study requires a reason for change to replace saved values (conditions)');
+      const medicalHistory = async () => present((await app.call<AnswerOf<'listFormRecords', 200>>('GET', `/api/v1/studies/${strict.code}/records?subject=${subject}&form=mh`, { key: strict.key }))
+        .body.records[0], 'the medical history');
+      expect((await medicalHistory()).not_done).to.deep.equal({ conditions: 'NA' });
+      const res = await staff.post(url, { decision: 'confirm_chosen', [`conflict_${mark}`]: 'replace', change_reason: 'Hospital record lists his sinusitis' });
+      expect(res.status).to.equal(303);
+      expect((await medicalHistory()).not_done).to.deep.equal({});
+      const row = (await trailOf(strict, subject)).find((r) => r.field_code === 'conditions' && r.action === 'record.value_changed');
+      expect(row).to.deep.include({ old_value: '[NA]', reason: 'Taken from FHIR import 1, confirmed in the portal: Hospital record lists his sinusitis' });
+    });
   });
 });

@@ -1695,10 +1695,10 @@ export interface components {
             unit: string | null;
             original: components["schemas"]["FhirOriginalValue"];
             effective: components["schemas"]["FhirEffective"];
-            /** @description The value already saved at that place, or null when the place is empty. */
+            /** @description The value already saved at that place, or null when the place is empty. A field left empty on purpose shows its not-done mark, `[ND]`, `[UNK]` or `[NA]`; so does every cell of the file's rows for a table field that carries a mark (`NA`: no relevant history), since a marked table holds no rows. */
             saved_value: string | null;
             /**
-             * @description `new`: would fill an empty place (review mode). `same`: equals the saved value. `conflict`: differs from the saved value and waits for review. `skipped`: not used (see `reason`). `saved`: saved by `mode=save`.
+             * @description `new`: would fill an empty place (review mode). `same`: equals the saved value. `conflict`: differs from the saved value and waits for review; a not-done mark is no empty place, so a value for a marked field, and every cell of the file's rows for a table marked not done, is a `conflict` with the mark (in both modes: `mode=save` never saves a conflict). On the review page one choice keeps such a table's mark or replaces it with all the file's rows for it. `skipped`: not used (see `reason`). `saved`: saved by `mode=save`.
              * @enum {string}
              */
             state: "new" | "same" | "conflict" | "skipped" | "saved";

@@ -22,7 +22,10 @@
  *   keeps the saved value, so a saved value is replaced only by an explicit choice, and ties wait.
  * - A table row is taken as one: filling one `new` cell of a row fills every `new` cell of that row, so
  *   a condition never arrives as a code without its term. A conflicting cell still needs its own
- *   `replace`.
+ *   `replace`, except in a table the site had marked not done (`NA`) when the file came: its rows are
+ *   conflicts with that mark, and `replace` on any of them replaces the mark with all of them, through
+ *   the records path, which takes the mark away when rows are sent (an audited change, needing a reason
+ *   where the study requires one, like any saved value replaced).
  * - Nothing is saved unless everything chosen is: a place that changed since the import was made (a `new`
  *   place now filled, a table now marked not done, a saved value that differs from the one shown) refuses the confirmation with
  *   `import_outdated`, and a record the write path refuses (an edit check, a form the person may not see)
@@ -64,7 +67,7 @@ import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
 import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
-import { itemRecords, savedAt, type CurrentRecord } from './itemRecords.js';
+import { itemRecords, markedTables, savedAt, tableKeyOf, type CurrentRecord } from './itemRecords.js';
 import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 type Stores = {
@@ -268,7 +271,11 @@ function candidateIndex(choice: ItemChoice): number | null {
   return match ? Number(match[1]) : null;
 }
 
-/** Each item's choice; checks that the choice fits the item's state, and takes table rows whole. */
+/**
+ * Each item's choice; checks that the choice fits the item's state, and takes table rows whole. The file's
+ * rows for a table marked not done are taken all together: replacing the mark with any of them replaces
+ * it with every one (a `keep` on another of them would keep a mark that is gone).
+ */
 function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Record<number, ItemChoice>> | undefined): Map<number, ItemChoice> {
   if (choices === undefined) {
     return new Map(items.flatMap((item, position): [number, ItemChoice][] =>
@@ -287,8 +294,14 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
   }
   const rowOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
   const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && itemAt(items, position).row !== null ? [rowOf(itemAt(items, position))] : [])));
+  const marked = markedTables(items);
+  const replacedMarks = new Set([...resolved].flatMap(([position, choice]) => {
+    const item = itemAt(items, position);
+    return choice === 'replace' && marked.has(tableKeyOf(item)) ? [tableKeyOf(item)] : [];
+  }));
   items.forEach((item, position) => {
     if (item.state === 'new' && item.row !== null && filledRows.has(rowOf(item))) resolved.set(position, 'fill');
+    if (item.state === 'conflict' && item.row !== null && replacedMarks.has(tableKeyOf(item))) resolved.set(position, 'replace');
   });
   return resolved;
 }
@@ -324,7 +337,8 @@ async function lockRecords(
  * saved value changed since, or a cell of a table row whose matched cells changed (the row is then no
  * longer the one the file's row was matched to). A row the file adds goes after whatever rows are saved
  * by then, unless the table now carries a not-done mark (`NA`: no relevant history): a mark is no empty
- * place, and appending the row would silently take it away.
+ * place, and appending the row would silently take it away. A row shown against a table's mark (its
+ * cells' saved value, see `savedValueAt`) is outdated once that mark changed or went away.
  */
 function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
   const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;

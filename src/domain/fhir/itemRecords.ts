@@ -3,7 +3,7 @@
  * chosen items through the one write path (`submitRecords`), for `mode=save` and for a confirmation on
  * the patient's card alike.
  */
-import { markText } from '../records/notDoneText.js';
+import { markText, markWrittenIn } from '../records/notDoneText.js';
 import type { RecordInput } from '../records/submitRecords.js';
 import type { StoredRecord } from '../stores.js';
 import { cellOf, tableOf } from './cellField.js';
@@ -25,16 +25,42 @@ export function currentRecords(records: StoredRecord[], visitIds: Map<string, nu
 
 /**
  * What a record holds in a field (its value, or its not-done mark, written `[ND]`), or in the cell of a
- * table field (`field` = `<table>.<column>` with a row); null when empty.
+ * table field (`field` = `<table>.<column>` with a row): the cell's text, or the table's mark when the
+ * table carries one (a marked table holds no rows, and its mark stands for every cell); null when empty.
  */
 export function savedValueAt(record: StoredRecord | undefined, field: string, row: number | null): SavedValue | null {
   if (!record) return null;
+  const markOf = (code: string): SavedValue | null => {
+    const mark = record.notDone[code];
+    return mark ? { text: markText(mark), notDone: true } : null;
+  };
   if (row !== null) {
     const { table, column } = cellOf(field);
-    return textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
+    return markOf(table) ?? textOnly(emptyToNull(record.tables[table]?.[row]?.[column]));
   }
-  const mark = record.notDone[field];
-  return textOnly(emptyToNull(record.values[field])) ?? (mark ? { text: markText(mark), notDone: true } : null);
+  return textOnly(emptyToNull(record.values[field])) ?? markOf(field);
+}
+
+/** The table an item's cell belongs to, at its visit occurrence and form. */
+export function tableKeyOf(item: Pick<FhirImportItem, 'visit' | 'instance' | 'form' | 'field'>): string {
+  return `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field === null ? '' : tableOf(item.field)}`;
+}
+
+/**
+ * The tables (`tableKeyOf`) the mapping found marked not done: a marked table holds no rows, so every
+ * cell of the file's rows for it shows the same mark as its saved value (`fillTable` in mapToEcrf.ts).
+ * Deciding by all the table's items, not one, keeps a saved cell whose text merely reads `[NA]` from
+ * being taken for a mark.
+ */
+export function markedTables(items: readonly FhirImportItem[]): Set<string> {
+  const shown = new Map<string, string | null>();
+  for (const item of items) {
+    if (item.row === null || item.field === null) continue;
+    const key = tableKeyOf(item);
+    const saved = item.saved_value !== null && markWrittenIn(item.saved_value) ? item.saved_value : null;
+    shown.set(key, shown.has(key) && shown.get(key) !== saved ? null : saved);
+  }
+  return new Set([...shown].flatMap(([key, mark]) => (mark === null ? [] : [key])));
 }
 
 /** The text of what a place holds (`savedValueAt`), as an item's `saved_value` shows it. */
@@ -70,7 +96,9 @@ export interface ItemRecord {
  * field. Tables are sent whole (the records call replaces a table as a whole), so each starts from the
  * saved rows: an item on a row that matched a saved row (one of whose cells the mapping found saved)
  * sets its cell in that row, and a row of the file that matched none is appended after the saved rows,
- * in the file's order, with only its chosen cells. The record keeps its saved status; a new one is a
+ * in the file's order, with only its chosen cells. A table marked not done has no saved rows: its chosen
+ * rows are sent as the table, and the records path then takes the mark away (an audited change from the
+ * mark to the rows). The record keeps its saved status; a new one is a
  * draft, since a FHIR file seldom fills every required field.
  *
  * @param items - every item of the import, so that rows matched to saved rows are recognised

@@ -44,7 +44,8 @@
  * `onset_after_enrolment` table, as an adverse-event candidate that `mode=save` does not save. An
  * imported row that matches a saved row of that table (same code, else same display, ignoring case)
  * takes that row's index and is compared with it cell by cell; any other row is appended after the
- * saved rows and is `new`.
+ * saved rows and is `new`. A table marked not done holds no rows: every cell of the file's rows is a
+ * `conflict` with the mark (`saved_value` `[NA]`), numbered from 0.
  */
 import type {
   ColumnDef,
@@ -526,13 +527,20 @@ function compareRanks(a: number[], b: number[]): number {
   return 0;
 }
 
-/** Numbers the group's rows (matching saved rows or appending after them) and makes one item per cell. */
+/**
+ * Numbers the group's rows (matching saved rows or appending after them) and makes one item per cell. A
+ * table the site marked not done (`NA`: no relevant history) holds no rows but is no empty place: each
+ * cell of the file's rows is a `conflict` with that mark, shown as its saved value, so that only the
+ * site's explicit choice replaces the mark with rows.
+ */
 function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, field: string) => SavedValue | null): void {
   const { slot, form, table } = group;
   const columns = [...new Set(group.rows.flatMap((r) => Object.keys(r.mapping.columns)))];
+  const marked = savedAt(slot, form, table.code);
+  const mark = marked?.notDone ? marked : null;
   const cell = (row: number, column: string) => savedAt(slot, form, `${table.code}[${row}].${column}`)?.text ?? null;
   const savedRows: Record<string, string | null>[] = [];
-  for (let row = 0; row < MAX_TABLE_ROWS; row++) {
+  for (let row = 0; row < MAX_TABLE_ROWS && !mark; row++) {
     const values = Object.fromEntries(columns.map((column) => [column, cell(row, column)]));
     if (Object.values(values).every((v) => v === null)) break;
     savedRows.push(values);
@@ -550,16 +558,17 @@ function fillTable(group: TableGroup, savedAt: (slot: VisitSlot, form: string, f
       const original = { value: typeof sourceValue.value === 'boolean' ? String(sourceValue.value) : sourceValue.value, unit: null };
       const base = { ...placed.base, original };
       const place = { form, field: `${table.code}.${column}`, row: rowIndex, visit: slot.visit.code, instance: INSTANCE, unit: unitOf(columnDef) };
-      const saved = match === null ? null : savedRows[match]?.[column] ?? null;
+      const savedCell = match === null ? null : savedRows[match]?.[column] ?? null;
+      // A cell holds text only; a table's mark stands for every cell of it.
+      const saved: SavedValue | null = mark ?? (savedCell === null ? null : { text: savedCell, notDone: false });
       const converted = toCellValue(sourceValue.value, columnDef, sourceValue.isDate, sourceValue.mark);
       if (!converted.ok) {
-        placed.part.items.push(skippedAt(base, place, converted.reason, saved));
+        placed.part.items.push(skippedAt(base, place, converted.reason, saved?.text ?? null));
         continue;
       }
       const numeric = columnDef.type === 'integer' || columnDef.type === 'decimal';
-      // A table's cells hold text only, never a not-done mark.
-      const state = stateOf(converted.value, saved === null ? null : { text: saved, notDone: false }, numeric);
-      placed.part.items.push(makeItem(base, { ...place, value: converted.value, saved_value: saved, state }));
+      const state = stateOf(converted.value, saved, numeric);
+      placed.part.items.push(makeItem(base, { ...place, value: converted.value, saved_value: saved?.text ?? null, state }));
     }
   }
 }
