@@ -32,10 +32,13 @@ interface PageAhead {
  *
  * Only the query is read ahead: every request is still authenticated, counted, checked and logged
  * when it comes. A page is served once, and only to a request asking exactly the query it answers
- * (kind, the key's visible sites and forms, filters, position, limit), so a key that lost a site or
- * a form gets a fresh query. Its rows may be up to READ_AHEAD_MS older than the request, as if the
- * client had asked that much sooner; the incremental-load rules hold all the same, because the run's
- * watermark was fixed before its first query (src/domain/reads/readPage.ts).
+ * (kind, the key's visible sites and forms, filters, position, limit) in the same run (its watermark),
+ * so a key that lost a site or a form gets a fresh query. Its rows may be up to READ_AHEAD_MS older than
+ * the request, as if the client had asked that much sooner; the incremental-load rules hold all the same,
+ * because the run's watermark was fixed before its first query (src/domain/reads/readPage.ts). A run begun
+ * later (a client starting its load again, with pages of another size) never gets a page read for an
+ * earlier one: read before the later run's watermark, it could miss a change the next load, from that
+ * watermark, would not bring either.
  *
  * A patient who withdrew consent to data use is never in a page asked for after the withdrawal (issue 21.11):
  * the study's removal mark is read before a page is read ahead and again when it is served, and a page is not

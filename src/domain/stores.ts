@@ -271,6 +271,11 @@ export interface PageRequest {
   afterId: number;
   limit: number;
   updatedSince: string | null;
+  /**
+   * The watermark of the run the page belongs to (fixed on its first page). The query does not use it: a page
+   * read ahead for one run is served to that run only (src/db/readAhead.ts).
+   */
+  watermark: string;
 }
 
 export interface PatientReadRow { id: number; subject: string; site: string; sex: string; enrolledOn: string; status: string; updatedAt: Date }

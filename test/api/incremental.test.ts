@@ -232,6 +232,29 @@ describe('incremental loads (updated_since, watermark, removed)', () => {
     expect(closed.rows.queries.filter((q) => q.id === query.id).map((q) => [q.status, q.close_reason])).to.deep.equal([['closed', 'Answer accepted.']]);
   });
 
+  it('never serves a load begun again a page read ahead for the load before it, so a change committed in between comes in', async () => {
+    const subject = await enrol('01');
+    await send((['screening', 'baseline', 'unscheduled'] as const).map((visit) => ({ subject, visit, form: 'vs', values: vitals('120', visit) })));
+    const page = (query: Record<string, string>) => get(`/records?${new URLSearchParams({ subject, ...query })}`);
+    // A writer changes the third record and stays open while a first load reads two pages of one, and the third ahead.
+    const began = Date.now();
+    const slow = slowTransaction(app, (stores) => write(stores, [{ subject, visit: 'unscheduled', form: 'vs', values: vitals('125', 'unscheduled'), update: true }]));
+    await slow.started;
+    const first = await page({ limit: '1' });
+    await page({ limit: '1', after: present(first.body.next, 'the second page') });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await slow.commit();
+    // The client starts its load again (a retry) once the writer's start lies more than the watermark's margin back,
+    // and within the time a page read ahead is kept, with pages of two, then of one: the page it then asks for is the
+    // one read ahead for the first load, before the change committed, and the second load's watermark is after the change's stamp.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, began + 1200 - Date.now())));
+    const again = await page({ limit: '2' });
+    const last = await page({ limit: '1', after: present(again.body.next, 'the last page') });
+    const next = await page({ updated_since: again.body.watermark });
+    const unscheduled = [...(last.body.records ?? []), ...(next.body.records ?? [])].filter((r) => r.visit === 'unscheduled').map((r) => r.values.sbp);
+    expect(unscheduled, 'the unscheduled systolic pressure as the second load and the one after it give it').to.include('125');
+  });
+
   it('gives every page of a run the watermark of its first page, and a watermark no later than now', async () => {
     const before = Date.now();
     const first = await get('/records?limit=1');

@@ -73,7 +73,7 @@ describe('audit pages on PostgreSQL (src/db/auditReads.ts)', () => {
     chain = (await knex<{ id: number; study_id: number }>('audit_events').where({ study_id: scope.studyId }).orderBy('id').select('id')).map((r) => r.id);
   });
 
-  const page = (p: Partial<PageRequest> = {}): PageRequest => ({ afterId: 0, limit: 501, updatedSince: null, ...p });
+  const page = (p: Partial<PageRequest> = {}): PageRequest => ({ afterId: 0, limit: 501, updatedSince: null, watermark: '2026-01-01T00:00:00.000Z', ...p });
 
   async function readAll(s: ReadScope, limit: number): Promise<AuditReadRow[]> {
     const store = auditReadStore(db.knex);

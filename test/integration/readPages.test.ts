@@ -83,7 +83,7 @@ describe('read pages on PostgreSQL (src/db/readPages.ts)', () => {
     scope = { studyId: study.id, siteIds, hiddenFormIds: [formIds.get('ip_alloc')!] };
   });
 
-  const page = (p: Partial<PageRequest> = {}): PageRequest => ({ afterId: 0, limit: 501, updatedSince: null, ...p });
+  const page = (p: Partial<PageRequest> = {}): PageRequest => ({ afterId: 0, limit: 501, updatedSince: null, watermark: '2026-01-01T00:00:00.000Z', ...p });
 
   describe('EXPLAIN of a records page on a study of thousands of records', () => {
     before(async () => {

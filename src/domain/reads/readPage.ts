@@ -86,7 +86,7 @@ export async function readPage<Row extends { id: number }>(
   const position = request.after
     ? decodeToken(request.after, digest)
     : { afterId: 0, watermark: (await stores.reads.watermark()).toISOString() };
-  const fetched = await fetch(scope, filters, { afterId: position.afterId, limit: request.limit + 1, updatedSince });
+  const fetched = await fetch(scope, filters, { afterId: position.afterId, limit: request.limit + 1, updatedSince, watermark: position.watermark });
   const rows = fetched.slice(0, request.limit);
   const more = fetched.length > request.limit;
   const last = rows.at(-1);
