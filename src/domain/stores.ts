@@ -3,6 +3,7 @@
  * to one transaction per use case; unit tests bind in-memory fakes.
  */
 import type { ActorRef } from './actor.js';
+import type { KeyStopReason } from './apiKeys/keyState.js';
 import type { ChainedContent } from './auditChain.js';
 import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImportItem.js';
 import type { StudyDesign } from './studyDesign/types.js';
@@ -118,6 +119,8 @@ export interface ApiKey {
   createdBy: number;
   createdAt: Date;
   revokedAt: Date | null;
+  /** Why a role change of the maker stopped the key for good, if it did (stopKeysOfMaker). */
+  stoppedReason: KeyStopReason | null;
   lastUsedAt: Date | null;
   requestCount: number;
   rowsRead: number;
@@ -136,11 +139,13 @@ export interface ApiKeyWithMaker extends ApiKey {
 }
 
 export interface ApiKeyStore {
-  insert(key: Omit<ApiKey, 'id' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKey>;
+  insert(key: Omit<ApiKey, 'id' | 'createdAt' | 'revokedAt' | 'stoppedReason' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKey>;
   findByFingerprint(fingerprint: Buffer): Promise<ApiKeyWithMaker | undefined>;
   findById(studyId: number, id: number): Promise<ApiKeyWithMaker | undefined>;
   list(studyId: number): Promise<ApiKeyWithMaker[]>;
   revoke(id: number, byUserId: number): Promise<void>;
+  /** Stops a key for good, unless it is already stopped or revoked; whether it did. */
+  stop(id: number, reason: KeyStopReason): Promise<boolean>;
 }
 
 export interface Patient {
