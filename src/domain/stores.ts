@@ -72,7 +72,11 @@ export interface PeopleStore {
   findUserById(id: number): Promise<User | undefined>;
   insertUser(user: { email: string; name: string; passwordHash: string | null }): Promise<number>;
   updateUser(id: number, changes: { name?: string; passwordHash?: string | null }): Promise<void>;
-  roles(studyId: number, userId: number): Promise<Role[]>;
+  /**
+   * A person's roles in a study. `forShare` holds them to the end of the transaction: a role change
+   * under way is waited for (and read as it commits), and one that starts later waits for this transaction.
+   */
+  roles(studyId: number, userId: number, options?: { forShare?: boolean }): Promise<Role[]>;
   upsertRole(role: Omit<Role, 'id'>): Promise<number>;
   deleteRole(roleId: number): Promise<void>;
 }

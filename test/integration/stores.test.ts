@@ -75,6 +75,30 @@ describe('src/db stores on PostgreSQL', () => {
     ]);
   });
 
+  it('a key made while its maker\'s manager role is being taken waits for the role change, so no key of the maker escapes the kept stop', async () => {
+    const { knex } = db;
+    await addPerson(knex, 'DEMO', 'racing@sdx.test', { role: 'manager', canExport: true });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let taken = () => {};
+    const roleTaken = new Promise<void>((resolve) => { taken = resolve; });
+    const revoking = inTransaction(knex, async (s) => {
+      await revokeRole(s, operator, { study: 'DEMO', email: 'racing@sdx.test' });
+      taken();
+      await held;
+    });
+    await roleTaken;
+    // The role change has not committed yet: the key is asked for in between.
+    const making = makeKey(knex, { study: 'DEMO', by: 'racing@sdx.test', name: 'Made during the role change' }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    release();
+    await revoking;
+    expect(await making).to.be.instanceOf(DomainError).and.to.have.property('code', 'not_a_manager');
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: 'DEMO', email: 'racing@sdx.test', role: 'manager', canExport: true, unblinded: true }));
+    const keys = (await createStores(knex).apiKeys.list(studyId)).filter((key) => key.makerName === 'racing');
+    expect(keys.map((key) => keyStateOf(key, new Date()).state)).to.not.include('active');
+  });
+
   it('translates a duplicate subject (23505) into DomainError subject_taken', async () => {
     await createStores(db.knex).patients.insert(patient('T-1'));
     const error = await createStores(db.knex).patients.insert(patient('T-1')).catch((e: unknown) => e);
