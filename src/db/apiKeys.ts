@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { ApiKey, ApiKeyStore, ApiKeyWithMaker, Study } from '../domain/stores.js';
 import type { FoundKey } from '../domain/apiKeys/admission.js';
+import type { KeyStopReason } from '../domain/apiKeys/keyState.js';
 import type { StudyDesign } from '../domain/studyDesign/types.js';
 import { RATE_WINDOW_MS } from '../domain/apiKeys/rateWindow.js';
 import { roleSiteIdsSql } from './people.js';
@@ -18,7 +19,7 @@ const TABLE = 'api_keys';
  * the prepared form of the lookup (findKeysForRequests) survives a migration that adds a column.
  */
 const KEY_COLUMNS = `k.id, k.study_id, k.name, k.fingerprint, k.hint, k.can_read, k.can_write, k.can_enrol, k.term_days,
-  k.expires_at, k.created_by, k.created_at, k.revoked_at, k.last_used_at, k.request_count, k.rows_read,
+  k.expires_at, k.created_by, k.created_at, k.revoked_at, k.stopped_reason, k.last_used_at, k.request_count, k.rows_read,
   st.code as study_code, u.name as maker_name,
   m.id is not null as maker_is_manager, coalesce(m.can_export, false) as maker_can_export, coalesce(m.unblinded, false) as maker_unblinded,
   (select coalesce(array_agg(ks.site_id order by ks.site_id), '{}') from api_key_sites ks where ks.api_key_id = k.id) as site_ids,
@@ -35,7 +36,8 @@ async function selectWithMaker(db: Knex, condition: string, bindings: readonly K
 /** A row of `api_keys` as the table holds it. */
 interface KeyTableRow {
   id: number; study_id: number; name: string; fingerprint: Buffer; hint: string; can_read: boolean; can_write: boolean; can_enrol: boolean;
-  term_days: number; expires_at: Date; created_by: number; created_at: Date; revoked_at: Date | null; last_used_at: Date | null;
+  term_days: number; expires_at: Date; created_by: number; created_at: Date; revoked_at: Date | null; stopped_reason: KeyStopReason | null;
+  last_used_at: Date | null;
   request_count: number; rows_read: number;
 }
 
@@ -59,7 +61,7 @@ function rowToKey(r: Pick<KeyRecord, keyof KeyTableRow | 'site_ids'>): ApiKey {
   return {
     id: r.id, studyId: r.study_id, name: r.name, fingerprint: r.fingerprint, hint: r.hint, canRead: r.can_read,
     canWrite: r.can_write, canEnrol: r.can_enrol, termDays: r.term_days, expiresAt: r.expires_at, createdBy: r.created_by,
-    createdAt: r.created_at, revokedAt: r.revoked_at, lastUsedAt: r.last_used_at, requestCount: r.request_count,
+    createdAt: r.created_at, revokedAt: r.revoked_at, stoppedReason: r.stopped_reason, lastUsedAt: r.last_used_at, requestCount: r.request_count,
     rowsRead: r.rows_read, siteIds: r.site_ids ?? [],
   };
 }
@@ -199,6 +201,9 @@ export function apiKeyStore(db: Knex): ApiKeyStore {
     },
     async revoke(id, byUserId) {
       await db(TABLE).where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now(), revoked_by: byUserId });
+    },
+    async stop(id, reason) {
+      return (await db(TABLE).where({ id }).whereNull('stopped_at').whereNull('revoked_at').update({ stopped_at: db.fn.now(), stopped_reason: reason })) > 0;
     },
   };
 }

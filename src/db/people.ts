@@ -40,10 +40,11 @@ export function peopleStore(db: Knex): PeopleStore {
       if (changes.passwordHash !== undefined) update.password_hash = changes.passwordHash;
       if (Object.keys(update).length > 0) await db('users').where({ id }).update(update);
     },
-    async roles(studyId, userId): Promise<Role[]> {
-      const rows = await db('study_roles as r')
+    async roles(studyId, userId, options = {}): Promise<Role[]> {
+      const query = db('study_roles as r')
         .where({ 'r.study_id': studyId, 'r.user_id': userId })
         .select<RoleRecord[]>('r.*', db.raw(`${roleSiteIdsSql('r')} as site_ids`));
+      const rows = await (options.forShare ? query.forShare() : query);
       return rows.map((r) => ({
         id: r.id, studyId: r.study_id, userId: r.user_id, role: r.role, canExport: r.can_export,
         unblinded: r.unblinded, allSites: r.all_sites, siteIds: r.site_ids,

@@ -3,6 +3,7 @@
  * to one transaction per use case; unit tests bind in-memory fakes.
  */
 import type { ActorRef } from './actor.js';
+import type { KeyStopReason } from './apiKeys/keyState.js';
 import type { ChainedContent } from './auditChain.js';
 import type { FhirImportCounts, FhirImportItem, ItemState } from './fhir/fhirImportItem.js';
 import type { StudyDesign } from './studyDesign/types.js';
@@ -71,7 +72,11 @@ export interface PeopleStore {
   findUserById(id: number): Promise<User | undefined>;
   insertUser(user: { email: string; name: string; passwordHash: string | null }): Promise<number>;
   updateUser(id: number, changes: { name?: string; passwordHash?: string | null }): Promise<void>;
-  roles(studyId: number, userId: number): Promise<Role[]>;
+  /**
+   * A person's roles in a study. `forShare` holds them to the end of the transaction: a role change
+   * under way is waited for (and read as it commits), and one that starts later waits for this transaction.
+   */
+  roles(studyId: number, userId: number, options?: { forShare?: boolean }): Promise<Role[]>;
   upsertRole(role: Omit<Role, 'id'>): Promise<number>;
   deleteRole(roleId: number): Promise<void>;
 }
@@ -118,6 +123,8 @@ export interface ApiKey {
   createdBy: number;
   createdAt: Date;
   revokedAt: Date | null;
+  /** Why a role change of the maker stopped the key for good, if it did (stopKeysOfMaker). */
+  stoppedReason: KeyStopReason | null;
   lastUsedAt: Date | null;
   requestCount: number;
   rowsRead: number;
@@ -136,11 +143,13 @@ export interface ApiKeyWithMaker extends ApiKey {
 }
 
 export interface ApiKeyStore {
-  insert(key: Omit<ApiKey, 'id' | 'createdAt' | 'revokedAt' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKey>;
+  insert(key: Omit<ApiKey, 'id' | 'createdAt' | 'revokedAt' | 'stoppedReason' | 'lastUsedAt' | 'requestCount' | 'rowsRead'>): Promise<ApiKey>;
   findByFingerprint(fingerprint: Buffer): Promise<ApiKeyWithMaker | undefined>;
   findById(studyId: number, id: number): Promise<ApiKeyWithMaker | undefined>;
   list(studyId: number): Promise<ApiKeyWithMaker[]>;
   revoke(id: number, byUserId: number): Promise<void>;
+  /** Stops a key for good, unless it is already stopped or revoked; whether it did. */
+  stop(id: number, reason: KeyStopReason): Promise<boolean>;
 }
 
 export interface Patient {

@@ -4,10 +4,14 @@ import { DomainError } from '../../src/domain/errors.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 import { createStores, inTransaction } from '../../src/db/stores.js';
 import { up as backfillUnblindedOnly } from '../../src/db/migrations/20261126090100_backfill_unblinded_only.js';
+import { up as backfillStoppedApiKeys } from '../../src/db/migrations/20261126110200_backfill_stopped_api_keys.js';
+import { keyStateOf } from '../../src/domain/apiKeys/keyState.js';
+import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
+import { grantRole, revokeRole } from '../../src/domain/people/roles.js';
 import { studyEvent } from '../../src/domain/webhooks/webhookEvents.js';
 import type { Database } from '../../src/db/knex.js';
-import { createStudyWorld, operator } from '../helpers/factories.js';
-import { at, only } from '../helpers/only.js';
+import { addPerson, createStudyWorld, makeKey, operator } from '../helpers/factories.js';
+import { at, only, present } from '../helpers/only.js';
 import { resetDatabase, testDatabase } from '../helpers/testDatabase.js';
 
 describe('src/db stores on PostgreSQL', () => {
@@ -41,6 +45,58 @@ describe('src/db stores on PostgreSQL', () => {
     await db.knex('webhook_events').update({ unblinded_only: false });
     await backfillUnblindedOnly(db.knex);
     expect(await flags()).to.deep.equal([true, false]);
+  });
+
+  it('backfills the stop of keys that today\'s derivation shows as stopped, so giving the role or the right back after the upgrade revives none', async () => {
+    const { knex } = db;
+    await addPerson(knex, 'DEMO', 'gone-before-upgrade@sdx.test', { role: 'manager', canExport: true });
+    await addPerson(knex, 'DEMO', 'no-export-before-upgrade@sdx.test', { role: 'manager', canExport: true });
+    const gone = await makeKey(knex, { study: 'DEMO', by: 'gone-before-upgrade@sdx.test', name: 'Key of a former manager', canRead: false });
+    const reader = await makeKey(knex, { study: 'DEMO', by: 'no-export-before-upgrade@sdx.test', name: 'Reader', canWrite: false, canEnrol: false });
+    const writer = await makeKey(knex, { study: 'DEMO', by: 'no-export-before-upgrade@sdx.test', name: 'Writer', canRead: false });
+    const revoked = await makeKey(knex, { study: 'DEMO', by: 'gone-before-upgrade@sdx.test', name: 'Revoked' });
+    await inTransaction(knex, (s) => revokeApiKey(s, { study: 'DEMO', keyId: revoked.id, by: 'gone-before-upgrade@sdx.test', via: 'cli' }));
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'gone-before-upgrade@sdx.test' }));
+    await inTransaction(knex, (s) => revokeRole(s, operator, { study: 'DEMO', email: 'no-export-before-upgrade@sdx.test', export: true }));
+    const ids = [gone.id, reader.id, writer.id, revoked.id];
+    // Before the upgrade nothing was kept: the stop was derived from the maker's roles alone.
+    await knex('api_keys').whereIn('id', ids).update({ stopped_at: null, stopped_reason: null });
+
+    await backfillStoppedApiKeys(knex);
+    const kept = async () => (await knex('api_keys').whereIn('id', ids).orderBy('id').select<{ stopped_reason: string | null; stopped_at: Date | null }[]>('stopped_reason', 'stopped_at'))
+      .map((r) => [r.stopped_reason, r.stopped_at !== null]);
+    expect(await kept()).to.deep.equal([['maker_not_manager', true], ['maker_lost_export', true], [null, false], [null, false]]);
+
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: 'DEMO', email: 'gone-before-upgrade@sdx.test', role: 'manager', canExport: true, unblinded: true }));
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: 'DEMO', email: 'no-export-before-upgrade@sdx.test', role: 'manager', canExport: true, unblinded: true }));
+    const states = await Promise.all(ids.map(async (id) => keyStateOf(present(await createStores(knex).apiKeys.findById(studyId, id), `key ${id}`), new Date())));
+    expect(states).to.deep.equal([
+      { state: 'stopped', why: 'maker_not_manager' }, { state: 'stopped', why: 'maker_lost_export' }, { state: 'active' }, { state: 'revoked' },
+    ]);
+  });
+
+  it('a key made while its maker\'s manager role is being taken waits for the role change, so no key of the maker escapes the kept stop', async () => {
+    const { knex } = db;
+    await addPerson(knex, 'DEMO', 'racing@sdx.test', { role: 'manager', canExport: true });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let taken = () => {};
+    const roleTaken = new Promise<void>((resolve) => { taken = resolve; });
+    const revoking = inTransaction(knex, async (s) => {
+      await revokeRole(s, operator, { study: 'DEMO', email: 'racing@sdx.test' });
+      taken();
+      await held;
+    });
+    await roleTaken;
+    // The role change has not committed yet: the key is asked for in between.
+    const making = makeKey(knex, { study: 'DEMO', by: 'racing@sdx.test', name: 'Made during the role change' }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    release();
+    await revoking;
+    expect(await making).to.be.instanceOf(DomainError).and.to.have.property('code', 'not_a_manager');
+    await inTransaction(knex, (s) => grantRole(s, operator, { study: 'DEMO', email: 'racing@sdx.test', role: 'manager', canExport: true, unblinded: true }));
+    const keys = (await createStores(knex).apiKeys.list(studyId)).filter((key) => key.makerName === 'racing');
+    expect(keys.map((key) => keyStateOf(key, new Date()).state)).to.not.include('active');
   });
 
   it('translates a duplicate subject (23505) into DomainError subject_taken', async () => {

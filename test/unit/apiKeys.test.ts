@@ -14,6 +14,7 @@ import { listReads } from '../../src/domain/apiKeys/listReads.js';
 import { keyStateOf, type KeyStateFacts } from '../../src/domain/apiKeys/keyState.js';
 import { fingerprintOf, generateKeyValue, hintOf, isWellFormedKey, KEY_PREFIX, sameFingerprint } from '../../src/domain/apiKeys/keyValue.js';
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
+import { stopKeysOfMaker } from '../../src/domain/apiKeys/stopKeysOfMaker.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { only } from '../helpers/only.js';
 import type { ApiKeyStore, ApiKeyWithMaker, AuditEntry, AuditStore, Patient, PatientStore, PeopleStore, ReadLogRow, ReadLogStore, Role, Site, Study, StudyStore, User } from '../../src/domain/stores.js';
@@ -101,7 +102,7 @@ describe('API key values (keyValue)', () => {
 });
 
 describe('keyStateOf', () => {
-  const working: KeyStateFacts = { revokedAt: null, expiresAt: new Date(NOW.getTime() + DAY), canRead: true, makerIsManager: true, makerCanExport: true };
+  const working: KeyStateFacts = { revokedAt: null, expiresAt: new Date(NOW.getTime() + DAY), canRead: true, stoppedReason: null, makerIsManager: true, makerCanExport: true };
   const cases: { facts: Partial<KeyStateFacts>; state: ReturnType<typeof keyStateOf> }[] = [
     { facts: {}, state: { state: 'active' } },
     { facts: { revokedAt: new Date(NOW.getTime() - 1) }, state: { state: 'revoked' } },
@@ -115,6 +116,12 @@ describe('keyStateOf', () => {
     { facts: { makerCanExport: false }, state: { state: 'stopped', why: 'maker_lost_export' } },
     { facts: { canRead: false, makerCanExport: false }, state: { state: 'active' } },
     { facts: { canRead: false, makerIsManager: false }, state: { state: 'stopped', why: 'maker_not_manager' } },
+    // A kept stop wins over the maker's roles as they are now: the role or the right given back restarts nothing.
+    { facts: { stoppedReason: 'maker_not_manager' }, state: { state: 'stopped', why: 'maker_not_manager' } },
+    { facts: { stoppedReason: 'maker_lost_export' }, state: { state: 'stopped', why: 'maker_lost_export' } },
+    { facts: { stoppedReason: 'maker_lost_export', makerIsManager: false }, state: { state: 'stopped', why: 'maker_lost_export' } },
+    { facts: { stoppedReason: 'maker_not_manager', revokedAt: new Date(NOW.getTime() - 1) }, state: { state: 'revoked' } },
+    { facts: { stoppedReason: 'maker_not_manager', expiresAt: NOW }, state: { state: 'expired' } },
   ];
   for (const { facts, state } of cases) {
     it(`${JSON.stringify(facts)} → ${JSON.stringify(state)}`, () => {
@@ -128,7 +135,7 @@ function storedKey(value: string, changes: Partial<ApiKeyWithMaker> = {}): ApiKe
   return {
     id: 11, studyId: 1, name: 'LIMS', fingerprint: fingerprintOf(value), hint: hintOf(value), canRead: true, canWrite: true, canEnrol: true,
     termDays: 90, expiresAt: new Date(NOW.getTime() + 10 * DAY), createdBy: 7, createdAt: new Date(NOW.getTime() - DAY), revokedAt: null,
-    lastUsedAt: null, requestCount: 0, rowsRead: 0, siteIds: [1, 2], studyCode: 'DEMO', makerName: 'Dana', makerIsManager: true,
+    stoppedReason: null, lastUsedAt: null, requestCount: 0, rowsRead: 0, siteIds: [1, 2], studyCode: 'DEMO', makerName: 'Dana', makerIsManager: true,
     makerCanExport: true, makerUnblinded: false, makerSiteIds: [1, 2], ...changes,
   };
 }
@@ -263,6 +270,7 @@ function world() {
   const roles = [role(7, { siteIds: [1, 2] }), role(8, { canExport: false, allSites: true }), role(9, { role: 'site_staff', siteIds: [1] })];
   const inserted: Parameters<ApiKeyStore['insert']>[0][] = [];
   const revoked: number[] = [];
+  const stopped: [number, string][] = [];
   const audit: AuditEntry[] = [];
   const keys = new Map<number, ApiKeyWithMaker>();
   const stores = {
@@ -274,7 +282,7 @@ function world() {
     apiKeys: fake<ApiKeyStore>({
       insert: (key) => {
         inserted.push(key);
-        return Promise.resolve({ ...key, id: 40 + inserted.length, createdAt: NOW, revokedAt: null, lastUsedAt: null, requestCount: 0, rowsRead: 0 });
+        return Promise.resolve({ ...key, id: 40 + inserted.length, createdAt: NOW, revokedAt: null, stoppedReason: null, lastUsedAt: null, requestCount: 0, rowsRead: 0 });
       },
       findById: (studyId, id) => Promise.resolve(studyId === 1 ? keys.get(id) : undefined),
       revoke: (id) => {
@@ -282,6 +290,10 @@ function world() {
         return Promise.resolve();
       },
       list: () => Promise.resolve([...keys.values()]),
+      stop: (id, reason) => {
+        stopped.push([id, reason]);
+        return Promise.resolve(true);
+      },
     }),
     audit: fake<AuditStore>({
       append: (entries) => {
@@ -290,7 +302,7 @@ function world() {
       },
     }),
   };
-  return { stores, inserted, revoked, audit, keys };
+  return { stores, inserted, revoked, stopped, audit, keys };
 }
 
 describe('createApiKey', () => {
@@ -385,6 +397,27 @@ describe('revokeApiKey', () => {
       expect(w.audit).to.deep.equal([]);
     });
   }
+});
+
+describe('stopKeysOfMaker', () => {
+  it('keeps the stop of each key of the maker that the maker\'s roles stop now, once, auditing each with the actor', async () => {
+    const w = world();
+    const key = (id: number, changes: Partial<ApiKeyWithMaker>) => w.keys.set(id, storedKey(generateKeyValue(), { id, name: `K${id}`, ...changes }));
+    key(1, { makerIsManager: false });
+    key(2, { makerCanExport: false });
+    key(3, { makerCanExport: false, canRead: false });
+    key(4, { makerIsManager: false, stoppedReason: 'maker_lost_export' });
+    key(5, { makerIsManager: false, revokedAt: NOW });
+    key(6, { makerIsManager: false, expiresAt: NOW });
+    key(7, { makerIsManager: false, createdBy: 8 });
+    key(8, {});
+    await stopKeysOfMaker(w.stores, { kind: 'operator', name: 'root' }, { studyId: 1, userId: 7 }, NOW);
+    expect(w.stopped).to.deep.equal([[1, 'maker_not_manager'], [2, 'maker_lost_export']]);
+    expect(w.audit.map((e) => [e.action, e.author, e.actorType, e.details])).to.deep.equal([
+      ['api_key.stopped', 'root (command line)', 'operator', { key_id: 1, name: 'K1', why: 'maker_not_manager' }],
+      ['api_key.stopped', 'root (command line)', 'operator', { key_id: 2, name: 'K2', why: 'maker_lost_export' }],
+    ]);
+  });
 });
 
 describe('listApiKeys', () => {

@@ -1779,7 +1779,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key is missing, malformed, unknown, revoked, expired or stopped (`key_missing`, `key_malformed`, `key_unknown`, `key_revoked`, `key_expired`, `key_stopped`; `unauthorized` when none of these fits). */
+        /** @description The key is missing, malformed, unknown, revoked, expired or stopped (`key_missing`, `key_malformed`, `key_unknown`, `key_revoked`, `key_expired`, `key_stopped`; `unauthorized` when none of these fits). A key stopped by its maker's loss of the manager role or of the export right stays stopped when the role or the right comes back. */
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["WwwAuthenticate"];

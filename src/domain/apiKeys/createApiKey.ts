@@ -36,7 +36,10 @@ export async function createApiKey(
 ): Promise<{ id: number; key: string; expiresAt: Date; siteNumbers: string[] }> {
   const study = await requireStudy(stores.studies, input.study);
   const maker = await requireUser(stores.people, input.by);
-  const manager = (await stores.people.roles(study.id, maker.id)).find((r) => r.role === 'manager');
+  // Held to the commit: a role change under way that takes the manager role or the export right is waited for
+  // and then refuses the key, and one that starts later waits for the key and then stops it (stopKeysOfMaker),
+  // so no key escapes the stop that stays when the role or right comes back.
+  const manager = (await stores.people.roles(study.id, maker.id, { forShare: true })).find((r) => r.role === 'manager');
   if (!manager) throw new DomainError('not_a_manager', { email: maker.email, study: study.code });
   const name = input.name.trim();
   if (name.length === 0 || name.length > 100) throw new DomainError('invalid_key_name');

@@ -1,11 +1,12 @@
 import type { Actor } from '../actor.js';
 import { auditEntry } from '../auditTrail.js';
 import { DomainError } from '../errors.js';
-import type { AuditStore, PeopleStore, RoleName, Role, Study, StudyStore } from '../stores.js';
+import { stopKeysOfMaker } from '../apiKeys/stopKeysOfMaker.js';
+import type { ApiKeyStore, AuditStore, PeopleStore, RoleName, Role, Study, StudyStore } from '../stores.js';
 import { requireStudy } from '../studies/requireStudy.js';
 import { requireUser } from './users.js';
 
-type Stores = { studies: StudyStore; people: PeopleStore; audit: AuditStore };
+type Stores = { studies: StudyStore; people: PeopleStore; audit: AuditStore; apiKeys: ApiKeyStore };
 
 /** Site numbers to site ids; an unknown number is refused. `undefined` means every site. */
 async function siteIdsOf(studies: StudyStore, study: Study, numbers: string[] | undefined): Promise<number[] | undefined> {
@@ -20,7 +21,8 @@ async function siteIdsOf(studies: StudyStore, study: Study, numbers: string[] | 
 
 /**
  * Gives a person a study role, or changes the flags and sites of the role they hold; the export
- * and unblinded rights are set exactly as given. Audited.
+ * and unblinded rights are set exactly as given, so a manager's role given again without the export right
+ * stops their read keys for good (stopKeysOfMaker). Giving a role or a right back restarts no stopped key. Audited.
  */
 export async function grantRole(
   stores: Stores,
@@ -44,14 +46,16 @@ export async function grantRole(
     action: 'role.granted',
     details: { email: user.email, role: input.role, can_export: input.canExport, unblinded: input.unblinded, sites: input.sites ?? 'all' },
   })]);
+  await stopKeysOfMaker(stores, actor, { studyId: study.id, userId: user.id });
   return { id, ...role };
 }
 
 /**
- * Takes a role away, or only its export or unblinded right. Keys made by the person stop working
- * at their next request (see keyState), and their webhook subscriptions receive only what the role
- * left allows, from the next event written and from the next one sent (waiting events it no longer allows
- * are withheld; withheldReasonSql in src/db/webhooks.ts), so nothing else needs to change here.
+ * Takes a role away, or only its export or unblinded right. Keys made by the person that this stops
+ * (every key when the manager role goes, read keys when its export right goes) are stopped for good in
+ * the same transaction, each audited (stopKeysOfMaker): giving the role back restarts none. Their webhook
+ * subscriptions receive only what the role left allows, from the next event written and from the next one
+ * sent (waiting events it no longer allows are withheld; withheldReasonSql in src/db/webhooks.ts).
  */
 export async function revokeRole(
   stores: Stores,
@@ -82,5 +86,6 @@ export async function revokeRole(
     action: onlyRights ? 'role.rights_revoked' : 'role.revoked',
     details: { email: user.email, roles: roles.map((r) => r.role), export: Boolean(input.export), unblinded: Boolean(input.unblinded) },
   })]);
+  await stopKeysOfMaker(stores, actor, { studyId: study.id, userId: user.id });
   return { removed, changed };
 }
