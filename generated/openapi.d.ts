@@ -1109,7 +1109,7 @@ export interface components {
          */
         Sex: "female" | "male" | "other" | "unknown";
         /**
-         * @description `enrolled`: taking part. `completed`: finished the study. `withdrawn`: left the study early; the data collected so far is kept. A patient who withdraws consent to the use of their data is not a status: the patient disappears from the read calls and is listed in `removed`.
+         * @description `enrolled`: taking part. `completed`: finished the study (no call or page of v1 sets it yet). `withdrawn`: left the study early, the data collected so far kept: a withdrawal of consent recorded on the patient card or with `sdx patient consent` sets it, and the row's `updated_at`, so the next incremental load brings it; consent given again sets `enrolled` again. A patient who withdraws consent to the use of their data is not a status: the patient disappears from the read calls and is listed in `removed`.
          * @enum {string}
          */
         PatientStatus: "enrolled" | "completed" | "withdrawn";

@@ -65,6 +65,9 @@ export function patientStore(db: Knex): PatientStore {
         patient_id: patientId, given_on: consent.givenOn, withdrawn_on: consent.withdrawnOn, data_use_withdrawn: consent.dataUseWithdrawn,
       });
     },
+    async setStatus(patientId, status) {
+      await db(TABLE).where({ id: patientId }).update({ status, updated_at: db.fn.now() });
+    },
     async markDataUseWithdrawn(patient) {
       await db(TABLE).where({ id: patient.id }).update({ data_use_withdrawn_at: db.fn.now(), updated_at: db.fn.now() });
       await db('removals').insert({ study_id: patient.studyId, patient_id: patient.id, reason: 'consent_withdrawn' });

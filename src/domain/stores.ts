@@ -176,6 +176,8 @@ export interface PatientStore extends PatientLookup {
   latestConsent(patientId: number): Promise<Consent | undefined>;
   insertConsent(patientId: number, consent: Consent): Promise<void>;
   markDataUseWithdrawn(patient: Patient): Promise<void>;
+  /** Sets the patient's study status (`PatientStatus` in the spec), stamping the row as changed for incremental loads. */
+  setStatus(patientId: number, status: 'enrolled' | 'withdrawn'): Promise<void>;
 }
 
 interface PatientLookup {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { up as backfillWithdrawnStatus } from '../../src/db/migrations/20261126120000_backfill_withdrawn_patient_status.js';
 import { latestToday } from '../../src/domain/patients/enrolPatient.js';
 import { PortalClient, type PortalReply } from '../helpers/portalClient.js';
 import { addStaff, STAFF_PASSWORD } from '../helpers/portalPeople.js';
@@ -62,6 +63,35 @@ describe('staff portal: consent on the patient card', () => {
     const sent = await sendVitals(subject);
     expect(sent.status).to.equal(200);
     expect(at(sent.body.results, 0).status).to.equal('ok');
+  });
+
+  it('makes a patient who withdrew consent withdrawn in the patients read and its next incremental load, and enrolled again on new consent', async () => {
+    const read = (query: string) => app.call<AnswerOf<'listPatients', 200>>('GET', `/api/v1/studies/${world.code}/patients?${query}`, { key: world.key });
+    const statusOf = async () => (await read(`subject=${subject}`)).body.patients.map((p) => p.status);
+    await staff.get(card());
+    expect((await staff.post(`${card()}/consent`, { change: 'given', date: '2026-02-27' })).status).to.equal(303);
+    expect(await statusOf()).to.deep.equal(['enrolled']);
+    const before = (await read(`subject=${subject}`)).body.watermark;
+    expect((await staff.post(`${card()}/consent`, { change: 'withdrawn', date: '2026-03-10' })).status).to.equal(303);
+    expect(await statusOf()).to.deep.equal(['withdrawn']);
+    // An integrator loading incrementally learns it, and a filter on the status finds the patient.
+    expect((await read(`updated_since=${encodeURIComponent(before)}`)).body.patients.filter((p) => p.subject === subject).map((p) => p.status)).to.deep.equal(['withdrawn']);
+    expect((await read('status=withdrawn')).body.patients.map((p) => p.subject)).to.include(subject);
+    expect((await staff.post(`${card()}/consent`, { change: 'given', date: '2026-03-15' })).status).to.equal(303);
+    expect(await statusOf()).to.deep.equal(['enrolled']);
+  });
+
+  it('gives patients who withdrew before the status was kept the status withdrawn on upgrade, and no one else', async () => {
+    await staff.get(card());
+    expect((await staff.post(`${card()}/consent`, { change: 'given', date: '2026-02-27' })).status).to.equal(303);
+    expect((await staff.post(`${card()}/consent`, { change: 'withdrawn', date: '2026-03-10' })).status).to.equal(303);
+    const given = await enrol('01');
+    expect((await staff.post(`/p/${world.code}/s/${given}/consent`, { change: 'given', date: '2026-02-27' })).status).to.equal(303);
+    const statuses = () => app.db.knex('patients').whereIn('subject', [subject, given]).orderBy('subject').pluck<string[]>('status');
+    // As the database stood before the upgrade: consent withdrawn, status left enrolled.
+    await app.db.knex('patients').whereIn('subject', [subject, given]).update({ status: 'enrolled' });
+    await backfillWithdrawnStatus(app.db.knex);
+    expect(await statuses()).to.deep.equal(['withdrawn', 'enrolled']);
   });
 
   it('records a withdrawal, then its extension to the use of the data, which hides the patient from reads', async () => {

@@ -105,6 +105,10 @@ class FakePatientStore implements PatientStore {
   async markDataUseWithdrawn(): Promise<void> {
     notFaked('patients.markDataUseWithdrawn');
   }
+
+  async setStatus(): Promise<void> {
+    notFaked('patients.setStatus');
+  }
 }
 
 type FakeRecord = StoredRecord & { studyId: number; siteId: number; source: string };

@@ -21,9 +21,10 @@ function checkConsentDate(date: string, patient: Patient, today: string): void {
 }
 
 /**
- * Records that a patient gave or withdrew consent. A withdrawal that covers the use of the data
- * already collected hides the patient from every read call from now on and leaves a removal
- * notice, so sponsors that loaded the data learn to delete it. The command line and the patient card
+ * Records that a patient gave or withdrew consent. A withdrawal makes an enrolled patient `withdrawn` (left the
+ * study early, the data collected so far kept), and consent given again makes them `enrolled` again. A withdrawal
+ * that covers the use of the data already collected also hides the patient from every read call from now on and
+ * leaves a removal notice, so sponsors that loaded the data learn to delete it. The command line and the patient card
  * of the portal both come here (issue 19, point 2), so the same date rules hold for both.
  * @param today - the latest date that is today somewhere on earth; a test may fix it
  */
@@ -46,6 +47,8 @@ export async function recordConsent(
       throw new DomainError('consent_dates', { subject: patient.subject, withdrawn_on: latest.withdrawnOn, variant: 'given_again' });
     }
     await stores.patients.insertConsent(patient.id, { givenOn: change.given, withdrawnOn: null, dataUseWithdrawn: false });
+    // Consent given again brings a patient who had left the study back into it.
+    if (patient.status === 'withdrawn') await stores.patients.setStatus(patient.id, 'enrolled');
   } else {
     // A patient who withdrew consent may later also withdraw the use of the data collected so far.
     const extendsToDataUse = Boolean(latest?.withdrawnOn) && change.dataUse && !latest?.dataUseWithdrawn;
@@ -53,6 +56,8 @@ export async function recordConsent(
     if (change.withdrawn < latest.givenOn) throw new DomainError('consent_dates', { subject: patient.subject });
     await stores.patients.insertConsent(patient.id, { givenOn: latest.givenOn, withdrawnOn: latest.withdrawnOn ?? change.withdrawn, dataUseWithdrawn: change.dataUse });
     if (change.dataUse && !patient.dataUseWithdrawnAt) await stores.patients.markDataUseWithdrawn(patient);
+    // A patient who withdrew consent has left the study early: the patients read says so (PatientStatus).
+    if (patient.status === 'enrolled') await stores.patients.setStatus(patient.id, 'withdrawn');
   }
   await stores.audit.append([auditEntry(actor, study.id, {
     action: 'given' in change ? 'consent.given' : 'consent.withdrawn',
