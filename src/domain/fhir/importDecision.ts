@@ -67,7 +67,7 @@ import { tableOf } from './cellField.js';
 import { itemAt } from './itemAt.js';
 import { countItems, waitsForDecision, type FhirImportCounts, type FhirImportItem } from './fhirImportItem.js';
 import { importIdOf } from './importId.js';
-import { itemRecords, markedTables, savedAt, tableKeyOf, type CurrentRecord } from './itemRecords.js';
+import { itemRecords, markedTables, outdatedPositions, rowKeyOf, tableKeyOf, type CurrentRecord } from './itemRecords.js';
 import { requireUnlocked } from '../studies/requireUnlocked.js';
 
 type Stores = {
@@ -292,15 +292,14 @@ function resolveChoices(items: readonly FhirImportItem[], choices: Readonly<Reco
     if (!Number.isInteger(position) || !fits) throw new DomainError('invalid_import_choice', { position: key, choice, state });
     resolved.set(position, choice);
   }
-  const rowOf = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
-  const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && itemAt(items, position).row !== null ? [rowOf(itemAt(items, position))] : [])));
+  const filledRows = new Set([...resolved].flatMap(([position, choice]) => (choice === 'fill' && itemAt(items, position).row !== null ? [rowKeyOf(itemAt(items, position))] : [])));
   const marked = markedTables(items);
   const replacedMarks = new Set([...resolved].flatMap(([position, choice]) => {
     const item = itemAt(items, position);
     return choice === 'replace' && marked.has(tableKeyOf(item)) ? [tableKeyOf(item)] : [];
   }));
   items.forEach((item, position) => {
-    if (item.state === 'new' && item.row !== null && filledRows.has(rowOf(item))) resolved.set(position, 'fill');
+    if (item.state === 'new' && item.row !== null && filledRows.has(rowKeyOf(item))) resolved.set(position, 'fill');
     if (item.state === 'conflict' && item.row !== null && replacedMarks.has(tableKeyOf(item))) resolved.set(position, 'replace');
   });
   return resolved;
@@ -330,28 +329,6 @@ async function lockRecords(
   const formCodes = new Map([...ids.forms].map(([code, id]) => [id, code]));
   const byPlace = new Map(locked.map((r) => [`${visitCodes.get(r.visitId)}|${r.instance}|${formCodes.get(r.formId)}`, r]));
   return (visit, instance, form) => byPlace.get(`${visit}|${instance}|${form}`);
-}
-
-/**
- * The chosen items whose place no longer holds what the import showed: a `new` place filled since, a
- * saved value changed since, or a cell of a table row whose matched cells changed (the row is then no
- * longer the one the file's row was matched to). A row the file adds goes after whatever rows are saved
- * by then, unless the table now carries a not-done mark (`NA`: no relevant history): a mark is no empty
- * place, and appending the row would silently take it away. A row shown against a table's mark (its
- * cells' saved value, see `savedValueAt`) is outdated once that mark changed or went away.
- */
-function outdatedPositions(items: readonly FhirImportItem[], chosen: ReadonlySet<number>, current: CurrentRecord): number[] {
-  const rowKey = (item: FhirImportItem) => `${item.visit}|${item.instance ?? 1}|${item.form}|${tableOf(item.field!)}|${item.row}`;
-  const changed = (item: FhirImportItem) => savedAt(current(item.visit!, item.instance ?? 1, item.form!), item.field!, item.row) !== item.saved_value;
-  const matched = items.filter((i) => i.row !== null && i.saved_value !== null && i.visit && i.form && i.field);
-  const matchedRows = new Set(matched.map(rowKey));
-  const changedRows = new Set(matched.filter(changed).map(rowKey));
-  return [...chosen].filter((position) => {
-    const item = itemAt(items, position);
-    if (item.row === null) return changed(item);
-    if (!matchedRows.has(rowKey(item))) return current(item.visit!, item.instance ?? 1, item.form!)?.notDone[tableOf(item.field!)] !== undefined;
-    return changedRows.has(rowKey(item)) || changed(item);
-  }).sort((a, b) => a - b);
 }
 
 /** One field error per refused record's issue, pointing at the chosen item it concerns. */

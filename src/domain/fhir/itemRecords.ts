@@ -8,6 +8,7 @@ import type { RecordInput } from '../records/submitRecords.js';
 import type { StoredRecord } from '../stores.js';
 import { cellOf, tableOf } from './cellField.js';
 import type { FhirImportItem } from './fhirImportItem.js';
+import { itemAt } from './itemAt.js';
 import type { SavedValue } from './mapToEcrf.js';
 
 /** The saved form instance at a visit occurrence, if any. */
@@ -44,6 +45,33 @@ export function savedValueAt(record: StoredRecord | undefined, field: string, ro
 /** The table an item's cell belongs to, at its visit occurrence and form. */
 export function tableKeyOf(item: Pick<FhirImportItem, 'visit' | 'instance' | 'form' | 'field'>): string {
   return `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field === null ? '' : tableOf(item.field)}`;
+}
+
+/** The table row an item's cell belongs to: its table (`tableKeyOf`) and row. */
+export function rowKeyOf(item: Pick<FhirImportItem, 'visit' | 'instance' | 'form' | 'field' | 'row'>): string {
+  return `${tableKeyOf(item)}|${item.row}`;
+}
+
+/**
+ * The items, of those at `positions`, whose place no longer holds what the import showed: a `new` place
+ * filled since, a saved value changed since, or a cell of a table row whose matched cells changed (the row
+ * is then no longer the one the file's row was matched to). A row the file adds goes after whatever rows
+ * are saved by then, unless the table now carries a not-done mark (`NA`: no relevant history): a mark is no
+ * empty place, and appending the row would silently take it away. A row shown against a table's mark (its
+ * cells' saved value, see `savedValueAt`) is outdated once that mark changed or went away. The confirmation
+ * refuses such items (importDecision.ts) and the review page shows them (fhirReviewPage.ts).
+ */
+export function outdatedPositions(items: readonly FhirImportItem[], positions: ReadonlySet<number>, current: CurrentRecord): number[] {
+  const changed = (item: FhirImportItem) => savedAt(current(item.visit!, item.instance ?? 1, item.form!), item.field!, item.row) !== item.saved_value;
+  const matched = items.filter((i) => i.row !== null && i.saved_value !== null && i.visit && i.form && i.field);
+  const matchedRows = new Set(matched.map(rowKeyOf));
+  const changedRows = new Set(matched.filter(changed).map(rowKeyOf));
+  return [...positions].filter((position) => {
+    const item = itemAt(items, position);
+    if (item.row === null) return changed(item);
+    if (!matchedRows.has(rowKeyOf(item))) return current(item.visit!, item.instance ?? 1, item.form!)?.notDone[tableOf(item.field!)] !== undefined;
+    return changedRows.has(rowKeyOf(item)) || changed(item);
+  }).sort((a, b) => a - b);
 }
 
 /**

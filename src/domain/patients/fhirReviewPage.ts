@@ -1,9 +1,7 @@
 import { DomainError } from '../errors.js';
-import { tableOf } from '../fhir/cellField.js';
 import type { FhirImportItem } from '../fhir/fhirImportItem.js';
 import { itemPlacements, type ItemPlacement } from '../fhir/itemPlacement.js';
-import { currentRecords, markedTables, savedValueAt, tableKeyOf } from '../fhir/itemRecords.js';
-import type { SavedValue } from '../fhir/mapToEcrf.js';
+import { currentRecords, markedTables, outdatedPositions, rowKeyOf, savedAt, tableKeyOf } from '../fhir/itemRecords.js';
 import { requirePatient, unblindedFor, type StaffAccess } from '../people/staffAccess.js';
 import type { FhirImportStore, PatientStore, RecordStore, StudyStore } from '../stores.js';
 import { formHidden, hiddenFormIds } from '../studies/designForKey.js';
@@ -84,22 +82,23 @@ export async function importReview(
   const unplaced: ReviewItem[] = [];
   const ledRows = new Set<string>();
   const marked = markedTables(found.items);
+  const pending = (item: FhirImportItem) => item.state === 'new' || item.state === 'conflict';
+  // What the confirmation would refuse as changed since the import was made, by the same rule (outdatedPositions).
+  const outdated = new Set(outdatedPositions(found.items, new Set(found.items.flatMap((item, position) => (pending(item) ? [position] : []))), current));
   const ledMarks = new Set<string>();
   let hiddenItems = 0;
   found.items.forEach((item, position) => {
     const form = item.form ? forms.get(item.form) : undefined;
     if (form && formHidden(study, form, unblinded)) { hiddenItems++; return; }
-    const held = item.visit && item.form && item.field ? savedValueAt(current(item.visit, item.instance ?? 1, item.form), item.field, item.row) : null;
-    const now = held?.text ?? null;
-    const pending = item.state === 'new' || item.state === 'conflict';
-    const rowKey = `${item.visit}|${item.instance ?? 1}|${item.form}|${item.field === null ? undefined : tableOf(item.field)}|${item.row}`;
+    const now = item.visit && item.form && item.field ? savedAt(current(item.visit, item.instance ?? 1, item.form), item.field, item.row) : null;
+    const rowKey = rowKeyOf(item);
     const rowLead = item.state === 'new' && (item.row === null || !ledRows.has(rowKey));
     if (rowLead && item.row !== null) ledRows.add(rowKey);
     const againstMark = item.row !== null && marked.has(tableKeyOf(item));
     const withTable = item.state === 'conflict' && againstMark && ledMarks.has(tableKeyOf(item));
     if (item.state === 'conflict' && againstMark) ledMarks.add(tableKeyOf(item));
     const view: ReviewItem = {
-      ...item, position, fieldLabel: labelOf(item), current: now, changedSince: pending && changedSince(item, againstMark, held),
+      ...item, position, fieldLabel: labelOf(item), current: now, changedSince: outdated.has(position),
       rowLead, withTable, placement: placements[position] ?? null,
     };
     const visit = item.visit ? visits.get(item.visit) : undefined;
@@ -115,13 +114,3 @@ export async function importReview(
   return { summary, subject: patient.subject, groups: ordered, unplaced, hiddenItems };
 }
 
-/**
- * Whether a pending item's place no longer holds what the import showed, as far as the page tells it: a
- * plain field, or a row shown against a table's mark, whose saved value differs now; any other table row
- * once its table carries a mark (confirming it would take the mark away, so it is refused). Rows added to
- * a table meanwhile change nothing for the file's rows, which go after them.
- */
-function changedSince(item: FhirImportItem, againstMark: boolean, now: SavedValue | null): boolean {
-  if (item.row === null || againstMark) return (now?.text ?? null) !== item.saved_value;
-  return now?.notDone === true;
-}
