@@ -71,13 +71,15 @@ export function datasetsOf(design: StudyDesign, forms: FormDef[]): DatasetDefini
     formDataset(design, form),
     ...form.fields.filter((f): f is TableFieldDef => f.type === 'table').map((table) => tableDataset(design, form, table)),
   ]);
-  const used = new Set<string>();
-  const natural = new Set(datasets.map((d) => d.name));
+  // Every name a dataset is called by its form or table is taken, so a suffixed one never takes another's.
+  const suffixed = uniqueNamer(datasets.map((d) => d.name));
+  const kept = new Set<string>();
   return datasets.map((dataset) => {
-    let name = dataset.name;
-    for (let n = 2; used.has(name) || (name !== dataset.name && natural.has(name)); n += 1) name = `${dataset.name}_${n}`;
-    used.add(name);
-    return name === dataset.name ? dataset : { ...dataset, name };
+    if (!kept.has(dataset.name)) {
+      kept.add(dataset.name);
+      return dataset;
+    }
+    return { ...dataset, name: suffixed(dataset.name) };
   });
 }
 
