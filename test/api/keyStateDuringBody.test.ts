@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { revokeApiKey } from '../../src/domain/apiKeys/revokeApiKey.js';
 import { grantRole } from '../../src/domain/people/roles.js';
 import { changeStudySettings } from '../../src/domain/studies/studySettings.js';
+import type { StudySettings } from '../../src/domain/stores.js';
 import { inTransaction } from '../../src/db/stores.js';
 import type { AnswerOf, Problem } from '../helpers/answerTypes.js';
 import { addPerson, giveConsent, makeKey, operator } from '../helpers/factories.js';
@@ -69,25 +70,20 @@ describe('a key\'s state and reach when they change while its request\'s body is
     expect(await savedVitals()).to.equal(0);
   });
 
-  it('refuses with 403 api_disabled, saving nothing, a write to a study whose API was switched off before its body had arrived', async () => {
-    const upload = await startRecords({ key: world.key, id: world.keyId });
-    await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { apiEnabled: false }));
-    try {
-      await expectProblem(await upload.finish(), 403, 'api_disabled');
-      expect(await savedVitals()).to.equal(0);
-    } finally {
-      await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { apiEnabled: true }));
-    }
-  });
-
-  it('refuses with 423 study_locked, saving nothing, a write to a study locked before its body had arrived', async () => {
-    const upload = await startRecords({ key: world.key, id: world.keyId });
-    await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { locked: true }));
-    try {
-      await expectProblem(await upload.finish(), 423, 'study_locked');
-      expect(await savedVitals()).to.equal(0);
-    } finally {
-      await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, { locked: false }));
-    }
-  });
+  const studyChanges: { status: number; code: string; change: StudySettings; undo: StudySettings; what: string }[] = [
+    { status: 403, code: 'api_disabled', change: { apiEnabled: false }, undo: { apiEnabled: true }, what: 'whose API was switched off' },
+    { status: 423, code: 'study_locked', change: { locked: true }, undo: { locked: false }, what: 'locked' },
+  ];
+  for (const c of studyChanges) {
+    it(`refuses with ${c.status} ${c.code}, saving nothing, a write to a study ${c.what} before its body had arrived`, async () => {
+      const upload = await startRecords({ key: world.key, id: world.keyId });
+      await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, c.change));
+      try {
+        await expectProblem(await upload.finish(), c.status, c.code);
+        expect(await savedVitals()).to.equal(0);
+      } finally {
+        await inTransaction(app.db.knex, (s) => changeStudySettings(s, operator, world.code, c.undo));
+      }
+    });
+  }
 });
