@@ -33,6 +33,13 @@ async function selectWithMaker(db: Knex, condition: string, bindings: readonly K
   return (await db.raw<{ rows: KeyRecord[] }>(`select ${KEY_COLUMNS} ${KEY_TABLES} where ${condition}`, bindings)).rows;
 }
 
+/**
+ * A key's study (`st`) as a look-up brings it: its row without the design, its structure, and its design only
+ * when this process has not parsed that design yet (`:known`, the design hashes it holds).
+ */
+const STUDY_COLUMNS = `to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
+  case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design`;
+
 /** A row of `api_keys` as the table holds it. */
 interface KeyTableRow {
   id: number; study_id: number; name: string; fingerprint: Buffer; hint: string; can_read: boolean; can_write: boolean; can_enrol: boolean;
@@ -117,8 +124,7 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
     `with found as (select ${KEY_COLUMNS} ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))),
      key_studies as (
        select st.id as study_id, (select min(f.id) from found f where f.study_id = st.id) as first_key,
-         to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
-         case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
+         ${STUDY_COLUMNS}
        from studies st where st.id in (select study_id from found)
      ),
      asked as (
@@ -155,9 +161,7 @@ export async function findKeysForRequests(db: Knex, requests: readonly KeyReques
  */
 export async function findKeysWithStudies(db: Knex, fingerprints: readonly Buffer[]): Promise<(Pick<FoundKey, 'key' | 'study'> | undefined)[]> {
   const { rows } = await db.raw<{ rows: KeyWithStudyRecord[] }>(
-    `select ${KEY_COLUMNS}, to_jsonb(st) - 'design' as study_row, ${STRUCTURE_SQL} as study_structure,
-       case when st.design_hash = any(cast(:known as text[])) then null else st.design end as study_design
-     ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))`,
+    `select ${KEY_COLUMNS}, ${STUDY_COLUMNS} ${KEY_TABLES} where k.fingerprint = any(cast(:fingerprints as bytea[]))`,
     { fingerprints: [...fingerprints], known: [...designs.keys()] },
   ).options({ name: 'sdx_keys_after_bodies' });
   const keys = new Map(rows.map((row) => [row.fingerprint.toString('hex'), { key: rowToKeyWithMaker(row), study: studyOfKeyRow(row, row.study_row!) }]));
